@@ -1,0 +1,48 @@
+// Package serde turns typed keys and values into bytes and back.
+//
+// A Serde[T] pairs a Serializer[T] and a Deserializer[T]. weir ships serdes for
+// the common Kafka payloads — String, Bytes, Int64, Float64, JSON[T], Avro
+// (through goavro) — and the Confluent wire format (magic byte + 4-byte schema
+// id) around any of them.
+//
+// Every deserializer returns an error on bad bytes; none panics. Errors wrap
+// ErrDeserialize so callers can route them (fail, skip or dead-letter):
+//
+//	s := serde.String()
+//	b, _ := s.Serialize("words", "hello")
+//	v, err := s.Deserialize("words", b)
+//	if errors.Is(err, serde.ErrDeserialize) { /* bad input */ }
+//
+// Serdes are pure: no network, no clock. All serdes in this package are safe
+// for concurrent use.
+package serde
+
+import "errors"
+
+// ErrDeserialize is wrapped by every error a Deserializer returns for bytes it
+// cannot decode.
+var ErrDeserialize = errors.New("serde: cannot deserialize")
+
+// ErrSerialize is wrapped by every error a Serializer returns for a value it
+// cannot encode.
+var ErrSerialize = errors.New("serde: cannot serialize")
+
+// Serializer encodes values of type T. The topic is the one the bytes are
+// written to; most serializers ignore it, schema-registry serializers use it to
+// pick a subject.
+type Serializer[T any] interface {
+	Serialize(topic string, v T) ([]byte, error)
+}
+
+// Deserializer decodes values of type T. A nil or empty input is decoded as the
+// serde documents it (usually the zero value); malformed input is an error
+// wrapping ErrDeserialize.
+type Deserializer[T any] interface {
+	Deserialize(topic string, b []byte) (T, error)
+}
+
+// Serde is a Serializer and a Deserializer for the same type.
+type Serde[T any] interface {
+	Serializer[T]
+	Deserializer[T]
+}
