@@ -1,0 +1,114 @@
+package processor
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/weirstream/weir/statestore"
+)
+
+// Changelog records: every write to a logged store becomes one record in the
+// store's changelog topic, in the task's partition. Key-value stores log
+// (key, value); window stores log (statestore.EncodeWindowKey(key, start),
+// value); session stores log (statestore.EncodeSessionKey(key, start, end),
+// value). A nil value is a delete. Restore replays such records into a store.
+
+// newLogged wraps s so that each write is also emitted as a changelog record.
+func newLogged(s statestore.Store, emit func(key, value []byte) error) (statestore.Store, error) {
+	switch st := s.(type) {
+	case statestore.KeyValueStore:
+		return &loggedKV{KeyValueStore: st, emit: emit}, nil
+	case statestore.WindowStore:
+		return &loggedWindow{WindowStore: st, emit: emit}, nil
+	case statestore.SessionStore:
+		return &loggedSession{SessionStore: st, emit: emit}, nil
+	}
+	return nil, fmt.Errorf("processor: cannot log store %q of type %T", s.Name(), s)
+}
+
+type loggedKV struct {
+	statestore.KeyValueStore
+	emit func(key, value []byte) error
+}
+
+func (l *loggedKV) unwrap() statestore.Store { return l.KeyValueStore }
+
+func (l *loggedKV) Put(key, value []byte) error {
+	if err := l.KeyValueStore.Put(key, value); err != nil {
+		return err
+	}
+	return l.emit(key, value)
+}
+
+func (l *loggedKV) Delete(key []byte) error {
+	if err := l.KeyValueStore.Delete(key); err != nil {
+		return err
+	}
+	return l.emit(key, nil)
+}
+
+type loggedWindow struct {
+	statestore.WindowStore
+	emit func(key, value []byte) error
+}
+
+func (l *loggedWindow) unwrap() statestore.Store { return l.WindowStore }
+
+func (l *loggedWindow) Put(key []byte, start time.Time, value []byte) error {
+	if err := l.WindowStore.Put(key, start, value); err != nil {
+		return err
+	}
+	return l.emit(statestore.EncodeWindowKey(key, start), value)
+}
+
+// ExpireBefore is not logged: every instance expires by the same stream
+// time, and a restored store expires on its first record.
+
+type loggedSession struct {
+	statestore.SessionStore
+	emit func(key, value []byte) error
+}
+
+func (l *loggedSession) unwrap() statestore.Store { return l.SessionStore }
+
+func (l *loggedSession) Put(key []byte, start, end time.Time, value []byte) error {
+	if err := l.SessionStore.Put(key, start, end, value); err != nil {
+		return err
+	}
+	return l.emit(statestore.EncodeSessionKey(key, start, end), value)
+}
+
+func (l *loggedSession) Remove(key []byte, start, end time.Time) error {
+	if err := l.SessionStore.Remove(key, start, end); err != nil {
+		return err
+	}
+	return l.emit(statestore.EncodeSessionKey(key, start, end), nil)
+}
+
+// Restore applies one changelog record to s, as the changelog writer encoded
+// it. A malformed key is an error; the caller decides whether to stop.
+func Restore(s statestore.Store, key, value []byte) error {
+	switch st := s.(type) {
+	case statestore.KeyValueStore:
+		if value == nil {
+			return st.Delete(key)
+		}
+		return st.Put(key, value)
+	case statestore.WindowStore:
+		k, start, err := statestore.DecodeWindowKey(key)
+		if err != nil {
+			return fmt.Errorf("processor: restore %q: %w", s.Name(), err)
+		}
+		return st.Put(k, start, value)
+	case statestore.SessionStore:
+		k, start, end, err := statestore.DecodeSessionKey(key)
+		if err != nil {
+			return fmt.Errorf("processor: restore %q: %w", s.Name(), err)
+		}
+		if value == nil {
+			return st.Remove(k, start, end)
+		}
+		return st.Put(k, start, end, value)
+	}
+	return fmt.Errorf("processor: cannot restore store %q of type %T", s.Name(), s)
+}

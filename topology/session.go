@@ -1,0 +1,176 @@
+package topology
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/statestore"
+)
+
+// SessionGrouped is a grouped stream cut into session windows. Results are
+// tables keyed by Windowed[K] whose Start and End are the first and last
+// record time of the session. When a record merges sessions, the merged
+// ones are deleted (a nil value is emitted for each) and the new session is
+// emitted.
+type SessionGrouped[K, V any] struct {
+	g Grouped[K, V]
+	w SessionWindows
+}
+
+// SessionWindowedBy cuts the grouped stream into session windows.
+func SessionWindowedBy[K, V any](g Grouped[K, V], w SessionWindows) SessionGrouped[K, V] {
+	return SessionGrouped[K, V]{g: g, w: w}
+}
+
+// Count counts the records per key and session.
+func (sg SessionGrouped[K, V]) Count(opts ...Option) Table[Windowed[K], int64] {
+	return sessionAggregate(sg, "KSTREAM-SESSION-COUNT", serde.Int64(), opts, countStep[K, V],
+		func(_ K, a, b int64) int64 { return a + b })
+}
+
+// Reduce combines the values of each key and session with fn; merging two
+// sessions reduces their aggregates with fn too.
+func (sg SessionGrouped[K, V]) Reduce(fn func(agg, v V) V, opts ...Option) Table[Windowed[K], V] {
+	return sessionAggregate(sg, "KSTREAM-SESSION-REDUCE", sg.g.s.vs, opts, reduceStep[K](fn),
+		func(_ K, a, b V) V { return fn(a, b) })
+}
+
+// AggregateSessions folds the values of each key and session into an
+// aggregate; merger combines the aggregates of two sessions that a record
+// joins into one.
+func AggregateSessions[K, V, VA any](sg SessionGrouped[K, V], init func() VA, adder func(K, V, VA) VA, merger func(K, VA, VA) VA, vas serde.Serde[VA], opts ...Option) Table[Windowed[K], VA] {
+	if merger == nil {
+		sg.g.s.b.failf("AggregateSessions: nil merger")
+	}
+	return sessionAggregate(sg, "KSTREAM-SESSION-AGGREGATE", vas, opts, aggregateStep(init, adder), merger)
+}
+
+func sessionAggregate[K, V, VA any](sg SessionGrouped[K, V], prefix string, vas serde.Serde[VA], opts []Option, st step[K, V, VA], merge func(K, VA, VA) VA) Table[Windowed[K], VA] {
+	b := sg.g.s.b
+	cfg := newConfig(opts)
+	in := sg.g.input()
+	if err := sg.w.validate(); err != nil {
+		b.failf("%s: %v", prefix, err)
+	}
+	if in.ks == nil {
+		b.failf("%s: no key serde for %s; set one with WithKeySerde", prefix, typeName[K]())
+	}
+	if vas == nil {
+		b.failf("%s: no serde for the aggregate type %s", prefix, typeName[VA]())
+	}
+	if cfg.emitFinal {
+		b.failf("%s: EmitFinal is not supported for session windows", prefix)
+	}
+	store := cfg.store
+	if store == "" {
+		store = b.nextName(prefix + "-STATE-STORE")
+	}
+	p := sessionAgg[K, V, VA]{store: store, w: sg.w, ks: in.ks, vas: vas, step: st, merge: merge}
+	n := b.addNode(&nodeDef{
+		kind: processor.KindProcessor,
+		newProc: func() processor.Processor[any, any, any, any] {
+			cp := p
+			return &cp
+		},
+	}, prefix, cfg, in.node)
+	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindSession, Retention: sg.w.gap + sg.w.grace, Logged: true}, n)
+	ws := WindowedSerde(in.ks)
+	if in.ks == nil {
+		ws = nil
+	}
+	return Table[Windowed[K], VA]{b: b, node: n, ks: ws, vs: vas, store: store}
+}
+
+// sessionAgg aggregates per key and session.
+type sessionAgg[K, V, VA any] struct {
+	store   string
+	w       SessionWindows
+	ks      serde.Serde[K]
+	vas     serde.Serde[VA]
+	step    step[K, V, VA]
+	merge   func(K, VA, VA) VA
+	ss      *statestore.Sessions[K, VA]
+	expired int64
+}
+
+func (p *sessionAgg[K, V, VA]) Init(ctx processor.Context[any, any]) error {
+	ss, err := processor.SessionStore(ctx, p.store, p.ks, p.vas)
+	p.ss = ss
+	return err
+}
+
+type session[VA any] struct {
+	start, end int64
+	agg        VA
+}
+
+func (p *sessionAgg[K, V, VA]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
+	if r.Key == nil || r.Value == nil {
+		ctx.Count(processor.MetricDroppedNull, 1)
+		return nil
+	}
+	tr, err := processor.Assert[K, V](r)
+	if err != nil {
+		return err
+	}
+	if err := p.process(ctx, tr); err != nil {
+		return fmt.Errorf("topology: session aggregate %q: %w", p.store, err)
+	}
+	return nil
+}
+
+func (p *sessionAgg[K, V, VA]) process(ctx processor.Context[any, any], r processor.Record[K, V]) error {
+	ts := r.Timestamp.UnixMilli()
+	gap := p.w.gap.Milliseconds()
+	closeTime := ctx.StreamTime().UnixMilli() - p.w.grace.Milliseconds()
+	it, err := p.ss.FindSessions(r.Key, time.UnixMilli(ts-gap), time.UnixMilli(ts+gap))
+	if err != nil {
+		return err
+	}
+	var merged []session[VA]
+	for it.Next() {
+		merged = append(merged, session[VA]{start: it.Start().UnixMilli(), end: it.End().UnixMilli(), agg: it.Value()})
+	}
+	if err := closeIter(it); err != nil {
+		return err
+	}
+	var zero VA
+	cur := session[VA]{start: ts, end: ts, agg: p.step(r.Key, r.Value, zero, false)}
+	for _, s := range merged {
+		cur.start, cur.end = min(cur.start, s.start), max(cur.end, s.end)
+		cur.agg = p.merge(r.Key, s.agg, cur.agg)
+	}
+	if cur.end < closeTime {
+		ctx.Count(processor.MetricDroppedLate, 1)
+		return nil
+	}
+	for _, s := range merged {
+		if err := p.ss.Remove(r.Key, time.UnixMilli(s.start), time.UnixMilli(s.end)); err != nil {
+			return err
+		}
+		if err := p.forward(ctx, r, s.start, s.end, nil); err != nil {
+			return err
+		}
+	}
+	if err := p.ss.Put(r.Key, time.UnixMilli(cur.start), time.UnixMilli(cur.end), cur.agg); err != nil {
+		return err
+	}
+	if err := p.forward(ctx, r, cur.start, cur.end, cur.agg); err != nil {
+		return err
+	}
+	// Sessions that ended before closeTime-gap can no longer merge or change.
+	if cutoff := closeTime - gap; cutoff >= p.expired+gap {
+		p.expired = cutoff
+		return p.ss.ExpireBefore(time.UnixMilli(cutoff))
+	}
+	return nil
+}
+
+func (p *sessionAgg[K, V, VA]) forward(ctx processor.Context[any, any], r processor.Record[K, V], start, end int64, agg any) error {
+	return ctx.Forward(processor.Record[any, any]{
+		Key: Windowed[K]{Key: r.Key, Start: time.UnixMilli(start), End: time.UnixMilli(end)}, Value: agg,
+		Timestamp: r.Timestamp, Headers: r.Headers, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+	})
+}

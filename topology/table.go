@@ -1,0 +1,176 @@
+package topology
+
+import (
+	"fmt"
+
+	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/statestore"
+)
+
+// Table is a changelog stream seen as a table: the latest value per key, like
+// Kafka Streams' KTable. Each update flows downstream as a record with the
+// new value; a nil value (a tombstone) deletes the key.
+//
+// A materialized table keeps its values in a state store with a changelog
+// topic; it can be joined and queried. Tables read with NewTable and the
+// results of aggregations are materialized; Filter and MapTableValues results
+// are materialized when given Materialized(name).
+type Table[K, V any] struct {
+	b     *Builder
+	node  *nodeDef
+	ks    serde.Serde[K]
+	vs    serde.Serde[V]
+	store string // "" when not materialized
+}
+
+// NewTable reads topic as a table, materialized in a store named by
+// Materialized(name) or generated. A record with a null value deletes its
+// key; records with a null key are dropped and counted.
+func NewTable[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde.Serde[V], opts ...Option) Table[K, V] {
+	cfg := newConfig(opts)
+	if ks == nil || vs == nil {
+		b.failf("NewTable(%q): nil serde", topic)
+	}
+	src := b.addSource(processor.TopicRef{Name: topic}, decoder[K, V](ks, vs), config{name: cfg.name}, "KTABLE-SOURCE")
+	t := Table[K, V]{b: b, node: src, ks: ks, vs: vs}
+	return t.materialize("KTABLE-SOURCE", cfg.store)
+}
+
+// Store returns the name of the table's store, or "" if it is not
+// materialized.
+func (t Table[K, V]) Store() string { return t.store }
+
+// WithValueSerde returns the table with its value serde set.
+func (t Table[K, V]) WithValueSerde(vs serde.Serde[V]) Table[K, V] {
+	t.vs = vs
+	return t
+}
+
+// WithKeySerde returns the table with its key serde set.
+func (t Table[K, V]) WithKeySerde(ks serde.Serde[K]) Table[K, V] {
+	t.ks = ks
+	return t
+}
+
+// materialize adds a node that writes each update to a new store.
+func (t Table[K, V]) materialize(prefix, store string) Table[K, V] {
+	b := t.b
+	if store == "" {
+		store = b.nextName(prefix + "-STATE-STORE")
+	}
+	if t.ks == nil || t.vs == nil {
+		b.failf("table store %q: no serde for %s or %s; set them with WithKeySerde and WithValueSerde", store, typeName[K](), typeName[V]())
+	}
+	ks, vs := t.ks, t.vs
+	n := b.addNode(&nodeDef{
+		kind: processor.KindProcessor,
+		newProc: func() processor.Processor[any, any, any, any] {
+			return &materializeProc[K, V]{store: store, ks: ks, vs: vs}
+		},
+	}, prefix+"-MATERIALIZE", config{}, t.node)
+	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindKeyValue, Logged: true}, n)
+	t.node, t.store = n, store
+	return t
+}
+
+// materializeProc stores each table update and forwards it.
+type materializeProc[K, V any] struct {
+	store string
+	ks    serde.Serde[K]
+	vs    serde.Serde[V]
+	kv    *statestore.KV[K, V]
+}
+
+func (p *materializeProc[K, V]) Init(ctx processor.Context[any, any]) error {
+	kv, err := processor.KeyValueStore(ctx, p.store, p.ks, p.vs)
+	p.kv = kv
+	return err
+}
+
+func (p *materializeProc[K, V]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
+	if r.Key == nil {
+		ctx.Count(processor.MetricDroppedNull, 1)
+		return nil
+	}
+	k, err := processor.As[K](r.Key)
+	if err != nil {
+		return err
+	}
+	if r.Value == nil {
+		if err := p.kv.Delete(k); err != nil {
+			return fmt.Errorf("topology: table %q: %w", p.store, err)
+		}
+		return ctx.Forward(r)
+	}
+	v, err := processor.As[V](r.Value)
+	if err != nil {
+		return err
+	}
+	if err := p.kv.Put(k, v); err != nil {
+		return fmt.Errorf("topology: table %q: %w", p.store, err)
+	}
+	return ctx.Forward(r)
+}
+
+// ToStream returns the table's updates as a stream. Deletes appear as
+// records with a nil value, written as tombstones by To.
+func (t Table[K, V]) ToStream(opts ...Option) Stream[K, V] {
+	n := t.b.stateless("KTABLE-TOSTREAM", newConfig(opts), forwardAll, t.node)
+	return Stream[K, V]{b: t.b, node: n, ks: t.ks, vs: t.vs}
+}
+
+// Filter returns a table of the entries for which pred returns true. An
+// update that fails pred becomes a delete.
+func (t Table[K, V]) Filter(pred func(K, V) bool, opts ...Option) Table[K, V] {
+	return t.filter(pred, true, opts)
+}
+
+// FilterNot returns a table of the entries for which pred returns false.
+func (t Table[K, V]) FilterNot(pred func(K, V) bool, opts ...Option) Table[K, V] {
+	return t.filter(pred, false, opts)
+}
+
+func (t Table[K, V]) filter(pred func(K, V) bool, keep bool, opts []Option) Table[K, V] {
+	cfg := newConfig(opts)
+	n := t.b.stateless("KTABLE-FILTER", cfg, func(ctx processor.Context[any, any], r processor.Record[any, any]) error {
+		if r.Value == nil {
+			return ctx.Forward(r)
+		}
+		tr, err := processor.Assert[K, V](r)
+		if err != nil {
+			return err
+		}
+		if pred(tr.Key, tr.Value) != keep {
+			r.Value = nil
+		}
+		return ctx.Forward(r)
+	}, t.node)
+	out := Table[K, V]{b: t.b, node: n, ks: t.ks, vs: t.vs}
+	if cfg.store != "" {
+		out = out.materialize("KTABLE-FILTER", cfg.store)
+	}
+	return out
+}
+
+// MapTableValues returns a table whose values are fn of t's values. Deletes
+// stay deletes.
+func MapTableValues[K, V, VR any](t Table[K, V], fn func(K, V) VR, opts ...Option) Table[K, VR] {
+	cfg := newConfig(opts)
+	n := t.b.stateless("KTABLE-MAPVALUES", cfg, func(ctx processor.Context[any, any], r processor.Record[any, any]) error {
+		if r.Value == nil {
+			return ctx.Forward(r)
+		}
+		tr, err := processor.Assert[K, V](r)
+		if err != nil {
+			return err
+		}
+		r.Value = fn(tr.Key, tr.Value)
+		return ctx.Forward(r)
+	}, t.node)
+	out := Table[K, VR]{b: t.b, node: n, ks: t.ks, vs: sameOrInfer[V, VR](t.vs)}
+	if cfg.store != "" {
+		out = out.materialize("KTABLE-MAPVALUES", cfg.store)
+	}
+	return out
+}
