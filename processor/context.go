@@ -114,10 +114,10 @@ func (c typedContext[KOut, VOut]) Schedule(interval time.Duration, typ Punctuati
 	return c.c.Schedule(interval, typ, fn)
 }
 
-func (c typedContext[KOut, VOut]) TaskID() TaskID         { return c.c.TaskID() }
-func (c typedContext[KOut, VOut]) ApplicationID() string  { return c.c.ApplicationID() }
-func (c typedContext[KOut, VOut]) NodeName() string       { return c.c.NodeName() }
-func (c typedContext[KOut, VOut]) StreamTime() time.Time  { return c.c.StreamTime() }
+func (c typedContext[KOut, VOut]) TaskID() TaskID             { return c.c.TaskID() }
+func (c typedContext[KOut, VOut]) ApplicationID() string      { return c.c.ApplicationID() }
+func (c typedContext[KOut, VOut]) NodeName() string           { return c.c.NodeName() }
+func (c typedContext[KOut, VOut]) StreamTime() time.Time      { return c.c.StreamTime() }
 func (c typedContext[KOut, VOut]) Count(name string, n int64) { c.c.Count(name, n) }
 
 // Adapt turns a typed processor into the untyped form a Graph node runs. It

@@ -21,8 +21,9 @@ type TaskConfig struct {
 	// Emit receives every record the task writes, in order; required. An
 	// error from Emit fails the record being processed.
 	Emit func(Output) error
-	// WallClock is the wall-clock time at task creation. Wall-clock
-	// punctuators scheduled in Init fire first at WallClock + interval.
+	// WallClock is the wall-clock time at task creation (zero means the Unix
+	// epoch). Wall-clock punctuators scheduled in Init fire first at
+	// WallClock + interval.
 	WallClock time.Time
 }
 
@@ -75,8 +76,11 @@ func NewTask(g *Graph, cfg TaskConfig) (*Task, error) {
 		sources:  map[string]*node{},
 		stores:   map[string]statestore.Store{},
 		stream:   -1,
-		wall:     cfg.WallClock.UnixMilli(),
+		wall:     0,
 		counters: map[string]int64{},
+	}
+	if !cfg.WallClock.IsZero() {
+		t.wall = cfg.WallClock.UnixMilli()
 	}
 	if len(st.Stores) > 0 && cfg.Stores == nil {
 		return nil, errors.New("processor: task config needs a store factory")

@@ -1,0 +1,131 @@
+package topology_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/topology"
+	"github.com/weirstream/weir/topologytest"
+)
+
+type pair = processor.KeyValue[string, string]
+
+func newDriver(t *testing.T, b *topology.Builder) *topologytest.Driver {
+	t.Helper()
+	topo, err := b.Build()
+	require.NoError(t, err)
+	d, err := topologytest.New(topo, topologytest.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, d.Close()) })
+	return d
+}
+
+func readPairs(t *testing.T, d *topologytest.Driver, topic string) []pair {
+	t.Helper()
+	got, err := topologytest.Output(d, topic, serde.String(), serde.String()).ReadKeyValues()
+	require.NoError(t, err)
+	return got
+}
+
+func TestStreamTableJoin(t *testing.T) {
+	b := topology.NewBuilder()
+	orders := topology.NewStream(b, "orders", serde.String(), serde.String())
+	users := topology.NewTable(b, "users", serde.String(), serde.String(), topology.Materialized("users"))
+	topology.Join(orders, users, func(user, order, name string) string { return name + " ordered " + order }).To("enriched")
+	topology.LeftJoin(orders, users, func(user, order, name string, found bool) string {
+		if !found {
+			return "unknown user " + user + " ordered " + order
+		}
+		return name + " ordered " + order
+	}).To("enriched-left")
+	d := newDriver(t, b)
+
+	usersIn := topologytest.Input(d, "users", serde.String(), serde.String())
+	ordersIn := topologytest.Input(d, "orders", serde.String(), serde.String())
+	require.NoError(t, ordersIn.Pipe("u1", "book", ms(1))) // no user yet
+	require.NoError(t, usersIn.Pipe("u1", "Ann", ms(2)))
+	require.NoError(t, ordersIn.Pipe("u1", "pen", ms(3)))
+	require.NoError(t, usersIn.Pipe("u1", "Ann B.", ms(4)))
+	require.NoError(t, ordersIn.Pipe("u1", "ink", ms(5)))
+	require.NoError(t, usersIn.PipeTombstone("u1", ms(6))) // user deleted
+	require.NoError(t, ordersIn.Pipe("u1", "cap", ms(7)))
+
+	require.Equal(t, []pair{{Key: "u1", Value: "Ann ordered pen"}, {Key: "u1", Value: "Ann B. ordered ink"}}, readPairs(t, d, "enriched"))
+	require.Equal(t, []pair{
+		{Key: "u1", Value: "unknown user u1 ordered book"}, {Key: "u1", Value: "Ann ordered pen"},
+		{Key: "u1", Value: "Ann B. ordered ink"}, {Key: "u1", Value: "unknown user u1 ordered cap"},
+	}, readPairs(t, d, "enriched-left"))
+}
+
+func TestTableTableJoin(t *testing.T) {
+	b := topology.NewBuilder()
+	names := topology.NewTable(b, "names", serde.String(), serde.String(), topology.Materialized("names"))
+	cities := topology.NewTable(b, "cities", serde.String(), serde.String(), topology.Materialized("cities"))
+	topology.JoinTables(names, cities, func(_ string, n, c string) string { return n + "@" + c }, topology.Materialized("joined")).
+		ToStream().To("people")
+	d := newDriver(t, b)
+	namesIn := topologytest.Input(d, "names", serde.String(), serde.String())
+	citiesIn := topologytest.Input(d, "cities", serde.String(), serde.String())
+	require.NoError(t, namesIn.Pipe("1", "Ann", ms(1)))
+	require.NoError(t, citiesIn.Pipe("1", "Oslo", ms(2)))
+	require.NoError(t, namesIn.Pipe("1", "Anna", ms(3)))
+	require.NoError(t, citiesIn.PipeTombstone("1", ms(4)))
+
+	out, err := topologytest.Output(d, "people", serde.String(), serde.String()).ReadRecords()
+	require.NoError(t, err)
+	require.Len(t, out, 3)
+	require.Equal(t, "Ann@Oslo", out[0].Value)
+	require.Equal(t, "Anna@Oslo", out[1].Value)
+	require.True(t, out[2].Tombstone)
+
+	joined, err := topologytest.KeyValueStore(d, "joined", serde.String(), serde.String())
+	require.NoError(t, err)
+	_, ok, err := joined.Get("1")
+	require.NoError(t, err)
+	require.False(t, ok, "the delete reached the materialized join")
+}
+
+func TestStreamStreamJoin(t *testing.T) {
+	b := topology.NewBuilder()
+	views := topology.NewStream(b, "views", serde.String(), serde.String())
+	clicks := topology.NewStream(b, "clicks", serde.String(), serde.String())
+	topology.JoinStreams(views, clicks, func(_ string, v, c string) string { return v + "+" + c },
+		topology.JoinTimeDifference(10*time.Millisecond)).To("matched")
+	d := newDriver(t, b)
+	vIn := topologytest.Input(d, "views", serde.String(), serde.String())
+	cIn := topologytest.Input(d, "clicks", serde.String(), serde.String())
+	require.NoError(t, vIn.Pipe("ad", "v1", ms(100)))
+	require.NoError(t, cIn.Pipe("ad", "c1", ms(105))) // within 10ms of v1
+	require.NoError(t, cIn.Pipe("ad", "c2", ms(115))) // 15ms after v1: no match
+	require.NoError(t, vIn.Pipe("ad", "v2", ms(112))) // matches c1 (7ms) and c2 (3ms)
+	require.NoError(t, vIn.Pipe("other", "v3", ms(113)))
+	require.Equal(t, []pair{
+		{Key: "ad", Value: "v1+c1"}, {Key: "ad", Value: "v2+c1"}, {Key: "ad", Value: "v2+c2"},
+	}, readPairs(t, d, "matched"))
+	rec, err := topologytest.Output(d, "matched", serde.String(), serde.String()).ReadRecords()
+	require.NoError(t, err)
+	require.Empty(t, rec)
+	all := d.Topic("matched")
+	require.Equal(t, ms(105), all[0].Timestamp, "a join result has the later timestamp")
+}
+
+func TestJoinOfRekeyedStreamRepartitions(t *testing.T) {
+	b := topology.NewBuilder()
+	orders := topology.NewStream(b, "orders", serde.String(), serde.String())
+	users := topology.NewTable(b, "users", serde.String(), serde.String(), topology.Materialized("users"))
+	byUser := topology.SelectKey(orders, func(_, v string) string { return v })
+	topology.Join(byUser, users, func(_, _, name string) string { return name }).To("out")
+	topo, err := b.Build()
+	require.NoError(t, err)
+	require.Len(t, topo.Graph().Subtopologies, 2, "the re-keyed stream goes through a repartition topic")
+	d, err := topologytest.New(topo, topologytest.Config{})
+	require.NoError(t, err)
+	defer d.Close()
+	require.NoError(t, topologytest.Input(d, "users", serde.String(), serde.String()).Pipe("u7", "Ann", ms(1)))
+	require.NoError(t, topologytest.Input(d, "orders", serde.String(), serde.String()).Pipe("order-1", "u7", ms(2)))
+	require.Equal(t, []pair{{Key: "u7", Value: "Ann"}}, readPairs(t, d, "out"))
+}
