@@ -10,6 +10,11 @@
 //	_ = counts.Put("hello", 1)
 //	n, ok, _ := counts.Get("hello")
 //
+// Stores keep times at millisecond precision, as Kafka timestamps are: a
+// time.Time argument is truncated with UnixMilli, and times come back as
+// time.UnixMilli values. EncodeWindowKey and EncodeSessionKey give the byte
+// layout of windowed and session keys in changelogs.
+//
 // This package imports no I/O library and never reads the wall clock: time
 // comes in as arguments (stream time), so stores behave the same in the test
 // driver and in the engines.
@@ -20,8 +25,14 @@ import (
 	"time"
 )
 
-// ErrClosed is returned by every operation on a closed store or iterator.
+// ErrClosed is returned by every operation on a closed store, and by an
+// iterator used after it or its store was closed. Close itself returns nil
+// when called again.
 var ErrClosed = errors.New("statestore: closed")
+
+// ErrInvalidSession is wrapped by the error SessionStore.Put returns for a
+// session that ends before it starts.
+var ErrInvalidSession = errors.New("statestore: session ends before it starts")
 
 // Kind says which interface a store implements.
 type Kind int
@@ -66,17 +77,29 @@ type Spec struct {
 type Store interface {
 	// Name returns the store's name.
 	Name() string
-	// Close releases the store. Operations after Close return ErrClosed.
+	// Close releases the store. Operations after Close return ErrClosed;
+	// closing a closed store returns nil.
 	Close() error
 }
 
 // Iterator walks key-value pairs in key order. Call Next before the first
 // Key/Value; after Next returns false, check Err. Always Close it.
+//
+// An iterator reads the store as it was when the iterator was opened: the
+// store may be written while an iterator is open, even by the goroutine that
+// iterates, and the iterator does not see those writes. Key and Value return
+// copies the caller owns. The same holds for WindowIterator and
+// SessionIterator.
 type Iterator interface {
+	// Next advances to the next pair and reports whether there is one.
 	Next() bool
+	// Key returns the current key.
 	Key() []byte
+	// Value returns the current value.
 	Value() []byte
+	// Err returns the error that ended the iteration, or nil at its end.
 	Err() error
+	// Close releases the iterator.
 	Close() error
 }
 
@@ -99,12 +122,17 @@ type KeyValueStore interface {
 
 // WindowIterator walks windowed entries ordered by key, then window start.
 type WindowIterator interface {
+	// Next advances to the next entry and reports whether there is one.
 	Next() bool
+	// Key returns the current key.
 	Key() []byte
 	// Window is the start of the entry's window.
 	Window() time.Time
+	// Value returns the current value.
 	Value() []byte
+	// Err returns the error that ended the iteration, or nil at its end.
 	Err() error
+	// Close releases the iterator.
 	Close() error
 }
 
@@ -117,10 +145,11 @@ type WindowStore interface {
 	Put(key []byte, start time.Time, value []byte) error
 	// Get returns the value of key in the window that starts at start.
 	Get(key []byte, start time.Time) (value []byte, ok bool, err error)
-	// Fetch iterates the windows of key whose start is in [from, to].
+	// Fetch iterates the windows of key whose start is in [from, to],
+	// ordered by start.
 	Fetch(key []byte, from, to time.Time) (WindowIterator, error)
 	// FetchAll iterates the windows of every key whose start is in
-	// [from, to].
+	// [from, to], ordered by key, then start.
 	FetchAll(from, to time.Time) (WindowIterator, error)
 	// ExpireBefore deletes every window that starts before cutoff.
 	ExpireBefore(cutoff time.Time) error
@@ -128,25 +157,36 @@ type WindowStore interface {
 
 // SessionIterator walks sessions ordered by key, then session start.
 type SessionIterator interface {
+	// Next advances to the next session and reports whether there is one.
 	Next() bool
+	// Key returns the current key.
 	Key() []byte
+	// Start returns the start of the current session.
 	Start() time.Time
+	// End returns the end of the current session.
 	End() time.Time
+	// Value returns the current value.
 	Value() []byte
+	// Err returns the error that ended the iteration, or nil at its end.
 	Err() error
+	// Close releases the iterator.
 	Close() error
 }
 
 // SessionStore holds session windows: (key, start, end) → value.
 type SessionStore interface {
 	Store
-	// Put stores the session [start, end] of key. A nil value deletes it.
+	// Put stores the session [start, end] of key. A nil value deletes it. A
+	// session that ends before it starts is an error wrapping
+	// ErrInvalidSession.
 	Put(key []byte, start, end time.Time, value []byte) error
-	// Remove deletes the session [start, end] of key.
+	// Remove deletes the session [start, end] of key; removing a missing
+	// session is not an error.
 	Remove(key []byte, start, end time.Time) error
 	// FindSessions iterates the sessions of key that end at or after
-	// earliestEnd and start at or before latestStart — the sessions a record
-	// at time t may merge with, for earliestEnd = t-gap, latestStart = t+gap.
+	// earliestEnd and start at or before latestStart, ordered by start — the
+	// sessions a record at time t may merge with, for earliestEnd = t-gap,
+	// latestStart = t+gap.
 	FindSessions(key []byte, earliestEnd, latestStart time.Time) (SessionIterator, error)
 	// ExpireBefore deletes every session that ends before cutoff.
 	ExpireBefore(cutoff time.Time) error
