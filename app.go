@@ -1,0 +1,158 @@
+package weir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirstream/weir/continuous"
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/topology"
+)
+
+// ErrNotImplemented is returned by New for a mode or guarantee that this
+// version of weir does not provide yet.
+var ErrNotImplemented = errors.New("weir: not implemented yet")
+
+// ErrConfig is wrapped by New's errors about the options.
+var ErrConfig = errors.New("weir: invalid configuration")
+
+// ErrRunning is returned by Run while the App is already running.
+var ErrRunning = errors.New("weir: already running")
+
+// App runs a topology on Kafka. Create it with New and call Run; an App is
+// safe for concurrent use, but runs at most once at a time.
+type App struct {
+	topo    *topology.Topology
+	cfg     config
+	running atomic.Bool
+	stats   atomic.Pointer[runtime.Stats]
+}
+
+// New validates the options and returns an App. It does not connect: Run
+// does.
+func New(topo *topology.Topology, opts ...Option) (*App, error) {
+	if topo == nil {
+		return nil, fmt.Errorf("%w: nil topology", ErrConfig)
+	}
+	cfg := config{epochInterval: continuous.DefaultEpochInterval}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	switch {
+	case len(cfg.brokers) == 0:
+		return nil, fmt.Errorf("%w: no brokers (WithBrokers)", ErrConfig)
+	case cfg.applicationID == "":
+		return nil, fmt.Errorf("%w: no application id (WithApplicationID)", ErrConfig)
+	case cfg.mode != Continuous && cfg.mode != MicroBatch:
+		return nil, fmt.Errorf("%w: unknown mode %d", ErrConfig, int(cfg.mode))
+	case cfg.guarantee != AtLeastOnce && cfg.guarantee != ExactlyOnce:
+		return nil, fmt.Errorf("%w: unknown guarantee %d", ErrConfig, int(cfg.guarantee))
+	case cfg.mode == MicroBatch:
+		return nil, fmt.Errorf("%w: the micro-batch mode", ErrNotImplemented)
+	case cfg.guarantee == ExactlyOnce:
+		return nil, fmt.Errorf("%w: the exactly-once guarantee", ErrNotImplemented)
+	case cfg.epochInterval < time.Millisecond:
+		return nil, fmt.Errorf("%w: epoch interval %v is below 1ms", ErrConfig, cfg.epochInterval)
+	case cfg.badRecords < Fail || cfg.badRecords > DeadLetter:
+		return nil, fmt.Errorf("%w: unknown bad-record policy %d", ErrConfig, int(cfg.badRecords))
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.Default()
+	}
+	if cfg.clientID == "" {
+		cfg.clientID = cfg.applicationID
+	}
+	if cfg.stateDir == "" {
+		cfg.stateDir = filepath.Join(os.TempDir(), "weir-"+cfg.applicationID)
+	}
+	if cfg.clock == nil {
+		cfg.clock = time.Now
+	}
+	kc := cfg.kafkaConfig()
+	if err := kc.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return &App{topo: topo, cfg: cfg}, nil
+}
+
+func (c *config) kafkaConfig() kafka.Config {
+	kc := kafka.Config{Brokers: c.brokers, ClientID: c.clientID, TLS: c.tls, Logger: c.logger}
+	if c.sasl != nil {
+		kc.SASL = &kafka.SASL{Mechanism: c.sasl.mechanism, User: c.sasl.user, Password: c.sasl.password}
+	}
+	return kc
+}
+
+// Run connects, prepares the topics (the sources must exist; internal
+// topics are created), joins the consumer group and processes until ctx is
+// done — a graceful stop that commits what was processed — or a fatal
+// error. It returns only after every goroutine it started has ended.
+func (a *App) Run(ctx context.Context) error {
+	if !a.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer a.running.Store(false)
+	if err := os.MkdirAll(a.cfg.stateDir, 0o755); err != nil {
+		return fmt.Errorf("weir: state dir: %w", err)
+	}
+	rt, err := runtime.New(runtime.Config{
+		ApplicationID: a.cfg.applicationID, Graph: a.topo.Graph(), Kafka: a.cfg.kafkaConfig(),
+		Logger: a.cfg.logger, BadRecords: a.cfg.badRecords, Clock: a.cfg.clock,
+		SessionTimeout: a.cfg.sessionTimeout, HeartbeatInterval: a.cfg.heartbeatInterval,
+		InstanceID: a.cfg.instanceID,
+	})
+	if err != nil {
+		return fmt.Errorf("weir: %w", err)
+	}
+	a.stats.Store(rt.Stats())
+	engine, err := continuous.New(rt, continuous.Config{EpochInterval: a.cfg.epochInterval, OnError: a.cfg.onError})
+	if err != nil {
+		return errors.Join(fmt.Errorf("weir: %w", err), rt.Close())
+	}
+	a.cfg.logger.Info("weir: starting", "application", a.cfg.applicationID, "mode", a.cfg.mode.String(),
+		"guarantee", a.cfg.guarantee.String(), "epoch", a.cfg.epochInterval)
+	runErr := engine.Run(ctx)
+	closeErr := rt.Close()
+	if runErr != nil {
+		return errors.Join(fmt.Errorf("weir: %w", runErr), closeErr)
+	}
+	if closeErr != nil {
+		return fmt.Errorf("weir: %w", closeErr)
+	}
+	return nil
+}
+
+// Stats is a snapshot of an App's counters.
+type Stats struct {
+	// RecordsIn counts input records handed to tasks.
+	RecordsIn int64
+	// RecordsOut counts records written: outputs, repartition and
+	// changelog records.
+	RecordsOut int64
+	// Skipped and DeadLettered count bad records by fate.
+	Skipped      int64
+	DeadLettered int64
+	// Restored counts changelog records replayed into stores.
+	Restored int64
+}
+
+// Stats returns the counters of the current or last run.
+func (a *App) Stats() Stats {
+	s := a.stats.Load()
+	if s == nil {
+		return Stats{}
+	}
+	return Stats{
+		RecordsIn: s.RecordsIn.Load(), RecordsOut: s.RecordsOut.Load(),
+		Skipped: s.Skipped.Load(), DeadLettered: s.DeadLetter.Load(), Restored: s.Restored.Load(),
+	}
+}

@@ -1,0 +1,185 @@
+package weir_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/topology"
+)
+
+func wordCountTopology(t *testing.T, in, out string) *topology.Topology {
+	t.Helper()
+	b := topology.NewBuilder()
+	lines := topology.NewStream(b, in, serde.String(), serde.String())
+	words := topology.FlatMapValues(lines, strings.Fields)
+	topology.GroupBy(words, func(_, w string) string { return w }, topology.Named("words")).
+		Count(topology.Materialized("counts")).
+		ToStream().To(out)
+	topo, err := b.Build()
+	require.NoError(t, err)
+	return topo
+}
+
+// instance is one running App.
+type instance struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startInstance(t *testing.T, topo *topology.Topology, env *kafkatest.Env, appID string, opts ...weir.Option) *instance {
+	t.Helper()
+	app, err := weir.New(topo, append([]weir.Option{
+		weir.WithBrokers(env.Brokers...),
+		weir.WithApplicationID(appID),
+		weir.WithStateDir(t.TempDir()),
+		weir.WithSessionTimeout(6 * time.Second),
+		weir.WithHeartbeatInterval(500 * time.Millisecond),
+		weir.WithEpochInterval(50 * time.Millisecond),
+		weir.WithLogger(slog.New(slog.DiscardHandler)),
+	}, opts...)...)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	in := &instance{cancel: cancel, done: make(chan error, 1)}
+	go func() { in.done <- app.Run(ctx) }()
+	return in
+}
+
+// stop stops the instance gracefully and returns Run's result.
+func (in *instance) stop(t *testing.T) error {
+	t.Helper()
+	in.cancel()
+	select {
+	case err := <-in.done:
+		return err
+	case <-time.After(60 * time.Second):
+		t.Fatal("instance did not stop within 60s")
+		return nil
+	}
+}
+
+// produceLines writes n lines of random words from vocab, keyed by line
+// number, and returns how often each word occurs.
+func produceLines(t *testing.T, env *kafkatest.Env, topic string, first, n int, vocab []string, want map[string]int64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(first), 7))
+	recs := make([]kafka.Record, n)
+	for i := range recs {
+		words := make([]string, 1+rng.IntN(6))
+		for j := range words {
+			words[j] = vocab[rng.IntN(len(vocab))]
+			want[words[j]]++
+		}
+		recs[i] = kafka.Record{
+			Topic: topic, Partition: kafka.PartitionByKey,
+			Key: []byte(strconv.Itoa(first + i)), Value: []byte(strings.Join(words, " ")),
+			Timestamp: time.UnixMilli(int64(1_000_000 + first + i)),
+		}
+	}
+	kafkatest.Produce(t, env, recs...)
+}
+
+// countsSeen reads the output topic: for each word, the sequence of counts
+// written, in order.
+func countsSeen(t *testing.T, env *kafkatest.Env, topic string) map[string][]int64 {
+	t.Helper()
+	seen := map[string][]int64{}
+	for _, r := range kafkatest.ReadCommitted(t, env, topic) {
+		n, err := serde.Int64().Deserialize(topic, r.Value)
+		require.NoError(t, err)
+		seen[string(r.Key)] = append(seen[string(r.Key)], n)
+	}
+	return seen
+}
+
+func waitForCounts(t *testing.T, env *kafkatest.Env, topic string, want map[string]int64) map[string][]int64 {
+	t.Helper()
+	var seen map[string][]int64
+	require.Eventually(t, func() bool {
+		seen = countsSeen(t, env, topic)
+		for w, n := range want {
+			s := seen[w]
+			if len(s) == 0 || s[len(s)-1] != n {
+				return false
+			}
+		}
+		return true
+	}, 90*time.Second, 250*time.Millisecond, "final counts never appeared")
+	return seen
+}
+
+// Three instances of one application share 8 partitions. One stops
+// gracefully halfway; the other two take its partitions — and its counts,
+// restored from the changelog. With no crash the result is exact: every
+// word's counts in the output are 1, 2, ..., n, each once.
+func TestThreeInstancesShareAndHandOverPartitions(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+		kafkatest.CreateTopic(t, env, in, 8)
+		kafkatest.CreateTopic(t, env, out, 8)
+		appID := kafkatest.GroupID(t)
+		topo := wordCountTopology(t, in, out)
+		vocab := make([]string, 40)
+		for i := range vocab {
+			vocab[i] = fmt.Sprintf("w%02d", i)
+		}
+		want := map[string]int64{}
+
+		instances := []*instance{
+			startInstance(t, topo, env, appID),
+			startInstance(t, topo, env, appID),
+			startInstance(t, topo, env, appID),
+		}
+		var stopOnce sync.Once
+		stopAll := func() {
+			stopOnce.Do(func() {
+				for _, inst := range instances[1:] {
+					require.NoError(t, inst.stop(t))
+				}
+			})
+		}
+		t.Cleanup(stopAll)
+
+		produceLines(t, env, in, 0, 300, vocab, want)
+		waitForCounts(t, env, out, want)
+
+		require.NoError(t, instances[0].stop(t), "graceful stop")
+		produceLines(t, env, in, 300, 300, vocab, want)
+		seen := waitForCounts(t, env, out, want)
+		stopAll()
+
+		for w, n := range want {
+			s := seen[w]
+			require.Len(t, s, int(n), "word %s: one output per occurrence", w)
+			for i, c := range s {
+				require.Equal(t, int64(i+1), c, "word %s: output %d", w, i)
+			}
+		}
+	})
+}
+
+func TestNewValidatesOptions(t *testing.T) {
+	topo := wordCountTopology(t, "in", "out")
+	_, err := weir.New(topo, weir.WithApplicationID("a"))
+	require.ErrorIs(t, err, weir.ErrConfig)
+	_, err = weir.New(topo, weir.WithBrokers("localhost:9092"))
+	require.ErrorIs(t, err, weir.ErrConfig)
+	_, err = weir.New(topo, weir.WithBrokers("localhost:9092"), weir.WithApplicationID("a"), weir.WithGuarantee(weir.ExactlyOnce))
+	require.ErrorIs(t, err, weir.ErrNotImplemented)
+	_, err = weir.New(topo, weir.WithBrokers("localhost:9092"), weir.WithApplicationID("a"), weir.WithSASL("GSSAPI", "u", "p"))
+	require.ErrorIs(t, err, weir.ErrConfig)
+	_, err = weir.New(nil)
+	require.ErrorIs(t, err, weir.ErrConfig)
+}

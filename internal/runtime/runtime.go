@@ -1,0 +1,165 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/processor"
+)
+
+// Config configures a Runtime.
+type Config struct {
+	// ApplicationID is the consumer group id and the prefix of internal
+	// topics; required.
+	ApplicationID string
+	// Graph is the topology to run; required.
+	Graph *processor.Graph
+	// Kafka reaches the cluster; required.
+	Kafka kafka.Config
+	// Logger receives the runtime's logs; required.
+	Logger *slog.Logger
+	// BadRecords says what happens to records that fail (default Fail).
+	BadRecords BadRecordPolicy
+	// Clock reads the wall clock for wall-clock punctuators; required.
+	Clock func() time.Time
+	// SessionTimeout, HeartbeatInterval: the group member timeouts
+	// (Kafka's defaults when zero).
+	SessionTimeout    time.Duration
+	HeartbeatInterval time.Duration
+	// InstanceID makes the member static (optional).
+	InstanceID string
+}
+
+// Runtime holds what an engine needs to run a topology on Kafka: the topic
+// plan, the admin client, the producer and the tasks. It is safe for
+// concurrent use.
+type Runtime struct {
+	cfg      Config
+	log      *slog.Logger
+	admin    *kafka.Admin
+	producer *kafka.Producer
+	plan     *TopicPlan
+	tasks    *Tasks
+	stats    Stats
+}
+
+// Stats are the runtime's counters, safe for concurrent use.
+type Stats struct {
+	RecordsIn  atomic.Int64
+	RecordsOut atomic.Int64
+	Skipped    atomic.Int64
+	DeadLetter atomic.Int64
+	Restored   atomic.Int64
+}
+
+// New validates cfg and connects the admin client and the producer.
+func New(cfg Config) (*Runtime, error) {
+	switch {
+	case cfg.ApplicationID == "":
+		return nil, errors.New("runtime: no application id")
+	case cfg.Graph == nil:
+		return nil, errors.New("runtime: no topology")
+	case cfg.Logger == nil:
+		return nil, errors.New("runtime: no logger")
+	case cfg.Clock == nil:
+		return nil, errors.New("runtime: no clock")
+	}
+	if err := cfg.BadRecords.validate(); err != nil {
+		return nil, err
+	}
+	admin, err := kafka.NewAdmin(cfg.Kafka)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: %w", err)
+	}
+	producer, err := kafka.NewProducer(cfg.Kafka)
+	if err != nil {
+		_ = admin.Close()
+		return nil, fmt.Errorf("runtime: %w", err)
+	}
+	r := &Runtime{cfg: cfg, log: cfg.Logger, admin: admin, producer: producer}
+	r.tasks = newTasks(r)
+	return r, nil
+}
+
+// Prepare checks the source topics (they must exist, and the sources of
+// each sub-topology must be co-partitioned) and creates the internal topics
+// and, under the DeadLetter policy, the dead-letter topics.
+func (r *Runtime) Prepare(ctx context.Context) error {
+	sources := ExternalSources(r.cfg.Graph)
+	counts, err := r.admin.PartitionCounts(ctx, sources)
+	if err != nil {
+		return fmt.Errorf("runtime: source topics: %w", err)
+	}
+	plan, err := Plan(r.cfg.Graph, r.cfg.ApplicationID, counts)
+	if err != nil {
+		return err
+	}
+	var specs []kafka.TopicSpec
+	for _, it := range plan.Internal {
+		spec := kafka.TopicSpec{Name: it.Name, Partitions: it.Partitions}
+		if it.Compacted {
+			spec.Config = map[string]string{"cleanup.policy": "compact"}
+		}
+		specs = append(specs, spec)
+	}
+	if r.cfg.BadRecords == DeadLetter {
+		for topic, sub := range plan.Subtopology {
+			specs = append(specs, kafka.TopicSpec{Name: DeadLetterTopic(topic), Partitions: plan.Partitions[sub]})
+		}
+	}
+	if len(specs) > 0 {
+		if err := r.admin.EnsureTopics(ctx, specs); err != nil {
+			return fmt.Errorf("runtime: internal topics: %w", err)
+		}
+	}
+	r.plan = plan
+	r.log.Info("weir: topics ready", "application", r.cfg.ApplicationID, "subtopologies", len(plan.Partitions),
+		"partitions", plan.Partitions, "internal", len(plan.Internal))
+	return nil
+}
+
+// Plan returns the topic plan; nil before Prepare.
+func (r *Runtime) Plan() *TopicPlan { return r.plan }
+
+// GroupConfig returns the consumer group configuration for the plan: every
+// source topic, with the sources of each sub-topology co-partitioned.
+func (r *Runtime) GroupConfig(readCommitted bool, onError func(error)) kafka.GroupConfig {
+	gc := kafka.GroupConfig{
+		Config: r.cfg.Kafka, GroupID: r.cfg.ApplicationID, ReadCommitted: readCommitted,
+		SessionTimeout: r.cfg.SessionTimeout, HeartbeatInterval: r.cfg.HeartbeatInterval,
+		InstanceID: r.cfg.InstanceID, OnError: onError,
+	}
+	for _, topics := range r.plan.Sources {
+		gc.Topics = append(gc.Topics, topics...)
+		if len(topics) > 1 {
+			gc.CoPartitioned = append(gc.CoPartitioned, append([]string(nil), topics...))
+		}
+	}
+	return gc
+}
+
+// Tasks returns the task registry.
+func (r *Runtime) Tasks() *Tasks { return r.tasks }
+
+// Producer returns the at-least-once producer.
+func (r *Runtime) Producer() *kafka.Producer { return r.producer }
+
+// Stats returns the runtime's counters.
+func (r *Runtime) Stats() *Stats { return &r.stats }
+
+// Logger returns the runtime's logger.
+func (r *Runtime) Logger() *slog.Logger { return r.log }
+
+// Now reads the runtime's clock.
+func (r *Runtime) Now() time.Time { return r.cfg.Clock() }
+
+// Close closes the producer (reporting deliveries no Flush reported) and
+// the admin client. Tasks must have been released.
+func (r *Runtime) Close() error {
+	return errors.Join(r.producer.Close(), r.admin.Close())
+}

@@ -1,0 +1,244 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/statestore"
+)
+
+// Tasks is the registry of the tasks this instance runs. A task exists
+// while at least one claim of its partition is held: the first Acquire
+// restores its stores from their changelogs and creates it, the last
+// Release closes it and drops its state. It is safe for concurrent use.
+type Tasks struct {
+	rt *Runtime
+	mu sync.Mutex
+	m  map[processor.TaskID]*Task
+}
+
+func newTasks(rt *Runtime) *Tasks {
+	return &Tasks{rt: rt, m: map[processor.TaskID]*Task{}}
+}
+
+// Task is one running task. Its methods are safe for concurrent use: the
+// claims of the co-partitioned topics of one task share it.
+type Task struct {
+	id     processor.TaskID
+	rt     *Runtime
+	ready  chan struct{} // closed once restored and created (or failed)
+	err    error         // creation error, set before ready closes
+	refs   int           // guarded by Tasks.mu
+	mu     sync.Mutex    // guards task and ctx
+	task   *processor.Task
+	stores []statestore.Store
+	ctx    context.Context // of the Process call in progress, for emits
+}
+
+// Acquire returns the task id, creating and restoring it if this is its
+// first claim. Every successful Acquire must be paired with a Release.
+func (ts *Tasks) Acquire(ctx context.Context, id processor.TaskID) (*Task, error) {
+	ts.mu.Lock()
+	t, ok := ts.m[id]
+	if !ok {
+		t = &Task{id: id, rt: ts.rt, ready: make(chan struct{})}
+		ts.m[id] = t
+	}
+	t.refs++
+	ts.mu.Unlock()
+	if !ok {
+		t.err = t.open(ctx)
+		close(t.ready)
+	}
+	select {
+	case <-t.ready:
+	case <-ctx.Done():
+		ts.Release(t)
+		return nil, ctx.Err()
+	}
+	if t.err != nil {
+		ts.Release(t)
+		return nil, t.err
+	}
+	return t, nil
+}
+
+// Release drops one claim's hold on t; the last one closes it.
+func (ts *Tasks) Release(t *Task) {
+	ts.mu.Lock()
+	t.refs--
+	last := t.refs == 0
+	if last {
+		delete(ts.m, t.id)
+	}
+	ts.mu.Unlock()
+	if !last {
+		return
+	}
+	<-t.ready
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var errs []error
+	if t.task != nil {
+		errs = append(errs, t.task.Close())
+	}
+	for _, s := range t.stores {
+		errs = append(errs, s.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		ts.rt.log.Warn("weir: closing task", "task", t.id.String(), "err", err)
+	}
+}
+
+// Each calls fn for every ready task, holding the task's lock.
+func (ts *Tasks) Each(fn func(t *processor.Task) error) error {
+	ts.mu.Lock()
+	list := make([]*Task, 0, len(ts.m))
+	for _, t := range ts.m {
+		list = append(list, t)
+	}
+	ts.mu.Unlock()
+	var errs []error
+	for _, t := range list {
+		select {
+		case <-t.ready:
+		default:
+			continue
+		}
+		if t.err != nil {
+			continue
+		}
+		t.mu.Lock()
+		if t.task != nil {
+			errs = append(errs, fn(t.task))
+		}
+		t.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// open restores the task's stores from their changelogs and creates it.
+func (t *Task) open(ctx context.Context) error {
+	g := t.rt.cfg.Graph
+	if t.id.Subtopology < 0 || t.id.Subtopology >= len(g.Subtopologies) {
+		return fmt.Errorf("runtime: no sub-topology %d", t.id.Subtopology)
+	}
+	start := time.Now()
+	factory := statestore.NewInMemoryFactory()
+	for _, spec := range g.Subtopologies[t.id.Subtopology].Stores {
+		s, err := factory.Open(spec, t.id.Partition)
+		if err != nil {
+			return fmt.Errorf("runtime: task %s: %w", t.id, err)
+		}
+		t.stores = append(t.stores, s)
+		if spec.Logged {
+			if err := t.restore(ctx, spec, s); err != nil {
+				return err
+			}
+		}
+	}
+	task, err := processor.NewTask(g, processor.TaskConfig{
+		ApplicationID: t.rt.cfg.ApplicationID, ID: t.id, Stores: factory,
+		Emit: t.emit, WallClock: t.rt.Now(),
+	})
+	if err != nil {
+		return fmt.Errorf("runtime: %w", err)
+	}
+	t.task = task
+	t.rt.log.Debug("weir: task ready", "task", t.id.String(), "took", time.Since(start))
+	return nil
+}
+
+// restore replays the store's changelog partition into s.
+func (t *Task) restore(ctx context.Context, spec statestore.Spec, s statestore.Store) error {
+	topic := processor.ChangelogTopic(spec.Name).Resolve(t.rt.cfg.ApplicationID)
+	p := []int32{t.id.Partition}
+	starts, err := t.rt.admin.StartOffsets(ctx, topic, p)
+	if err != nil {
+		return fmt.Errorf("runtime: restore %q: %w", spec.Name, err)
+	}
+	ends, err := t.rt.admin.EndOffsets(ctx, topic, p)
+	if err != nil {
+		return fmt.Errorf("runtime: restore %q: %w", spec.Name, err)
+	}
+	from, to := starts[t.id.Partition], ends[t.id.Partition]
+	n := 0
+	err = t.rt.admin.ReadRange(ctx, topic, t.id.Partition, from, to, false, func(r kafka.Record) error {
+		n++
+		return processor.Restore(s, r.Key, r.Value)
+	})
+	if err != nil {
+		return fmt.Errorf("runtime: restore %q of task %s: %w", spec.Name, t.id, err)
+	}
+	t.rt.stats.Restored.Add(int64(n))
+	if n > 0 {
+		t.rt.log.Info("weir: restored store", "store", spec.Name, "task", t.id.String(), "records", n, "from", from, "to", to)
+	}
+	return nil
+}
+
+// Process runs one input record through the task. A record the topology
+// cannot handle goes to the bad-record policy; the returned error means the
+// application must stop.
+func (t *Task) Process(ctx context.Context, rec kafka.Record) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.ctx = ctx
+	t.rt.stats.RecordsIn.Add(1)
+	err := t.task.Process(processor.RawRecord{
+		Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
+		Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp, Headers: toProcessorHeaders(rec.Headers),
+	})
+	t.ctx = nil
+	if err != nil {
+		return t.rt.handleBadRecord(ctx, rec, err)
+	}
+	return nil
+}
+
+// emit writes a task output through the producer.
+func (t *Task) emit(o processor.Output) error {
+	ctx := t.ctx
+	if ctx == nil {
+		ctx = context.Background() // a wall-clock punctuation
+	}
+	part := o.Partition
+	if part < 0 {
+		part = kafka.PartitionByKey
+	}
+	err := t.rt.producer.Send(ctx, kafka.Record{
+		Topic: o.Topic, Partition: part, Key: o.Key, Value: o.Value,
+		Headers: toKafkaHeaders(o.Headers), Timestamp: o.Timestamp,
+	})
+	if err == nil {
+		t.rt.stats.RecordsOut.Add(1)
+	}
+	return err
+}
+
+func toProcessorHeaders(hs []kafka.Header) []processor.Header {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make([]processor.Header, len(hs))
+	for i, h := range hs {
+		out[i] = processor.Header{Key: h.Key, Value: h.Value}
+	}
+	return out
+}
+
+func toKafkaHeaders(hs []processor.Header) []kafka.Header {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make([]kafka.Header, len(hs))
+	for i, h := range hs {
+		out[i] = kafka.Header{Key: h.Key, Value: h.Value}
+	}
+	return out
+}

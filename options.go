@@ -1,0 +1,148 @@
+package weir
+
+import (
+	"crypto/tls"
+	"log/slog"
+	"time"
+
+	"github.com/weirstream/weir/internal/runtime"
+)
+
+// Option configures an App.
+type Option func(*config)
+
+type config struct {
+	brokers           []string
+	applicationID     string
+	clientID          string
+	stateDir          string
+	mode              Mode
+	guarantee         Guarantee
+	epochInterval     time.Duration
+	tls               *tls.Config
+	sasl              *sasl
+	logger            *slog.Logger
+	badRecords        BadRecordPolicy
+	onError           func(error)
+	sessionTimeout    time.Duration
+	heartbeatInterval time.Duration
+	instanceID        string
+	clock             func() time.Time
+}
+
+type sasl struct{ mechanism, user, password string }
+
+// Mode is an execution mode.
+type Mode int
+
+const (
+	// Continuous processes records one at a time as they arrive, with
+	// epochs every EpochInterval (the default mode).
+	Continuous Mode = iota
+	// MicroBatch processes planned offset ranges in batches.
+	MicroBatch
+)
+
+// String names the mode.
+func (m Mode) String() string {
+	if m == MicroBatch {
+		return "micro-batch"
+	}
+	return "continuous"
+}
+
+// Guarantee is a processing guarantee.
+type Guarantee int
+
+const (
+	// AtLeastOnce never loses a record; a crash may repeat outputs.
+	AtLeastOnce Guarantee = iota
+	// ExactlyOnce makes every record's outputs, state changes and offset
+	// commit one Kafka transaction.
+	ExactlyOnce
+)
+
+// String names the guarantee.
+func (g Guarantee) String() string {
+	if g == ExactlyOnce {
+		return "exactly-once"
+	}
+	return "at-least-once"
+}
+
+// BadRecordPolicy says what happens to records that fail deserialization or
+// processing.
+type BadRecordPolicy = runtime.BadRecordPolicy
+
+// The bad-record policies.
+const (
+	// Fail stops the application, naming the record.
+	Fail = runtime.Fail
+	// Skip logs and counts the record and goes on.
+	Skip = runtime.Skip
+	// DeadLetter writes the record to "<topic>-dlq" and goes on.
+	DeadLetter = runtime.DeadLetter
+)
+
+// WithBrokers sets the bootstrap brokers (host:port); required.
+func WithBrokers(addrs ...string) Option {
+	return func(c *config) { c.brokers = append([]string(nil), addrs...) }
+}
+
+// WithApplicationID sets the application id: the consumer group id and the
+// prefix of internal topics; required. All instances of one application
+// use the same id.
+func WithApplicationID(id string) Option { return func(c *config) { c.applicationID = id } }
+
+// WithClientID sets the Kafka client id (default: the application id).
+func WithClientID(id string) Option { return func(c *config) { c.clientID = id } }
+
+// WithStateDir sets the directory for local state (default: a directory
+// under os.TempDir named after the application).
+func WithStateDir(dir string) Option { return func(c *config) { c.stateDir = dir } }
+
+// WithMode selects the execution mode (default Continuous).
+func WithMode(m Mode) Option { return func(c *config) { c.mode = m } }
+
+// WithGuarantee selects the processing guarantee (default AtLeastOnce).
+func WithGuarantee(g Guarantee) Option { return func(c *config) { c.guarantee = g } }
+
+// WithEpochInterval sets the continuous mode's epoch length (default
+// 100 ms).
+func WithEpochInterval(d time.Duration) Option { return func(c *config) { c.epochInterval = d } }
+
+// WithTLS enables TLS with the given configuration.
+func WithTLS(cfg *tls.Config) Option { return func(c *config) { c.tls = cfg } }
+
+// WithSASL enables SASL authentication; mechanism is "PLAIN",
+// "SCRAM-SHA-256" or "SCRAM-SHA-512".
+func WithSASL(mechanism, user, password string) Option {
+	return func(c *config) { c.sasl = &sasl{mechanism: mechanism, user: user, password: password} }
+}
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithBadRecordPolicy sets what happens to bad records (default Fail).
+func WithBadRecordPolicy(p BadRecordPolicy) Option { return func(c *config) { c.badRecords = p } }
+
+// WithErrorHandler receives the errors the application survives (a failed
+// offset commit retried at the next epoch, a consumer-group error followed
+// by a rejoin). By default they are logged.
+func WithErrorHandler(fn func(error)) Option { return func(c *config) { c.onError = fn } }
+
+// WithSessionTimeout sets the consumer-group session timeout (Kafka's
+// default, 45 s, when unset): how long a silent instance keeps its
+// partitions.
+func WithSessionTimeout(d time.Duration) Option { return func(c *config) { c.sessionTimeout = d } }
+
+// WithHeartbeatInterval sets the consumer-group heartbeat interval (3 s by
+// default); keep it well below the session timeout.
+func WithHeartbeatInterval(d time.Duration) Option {
+	return func(c *config) { c.heartbeatInterval = d }
+}
+
+// WithInstanceID makes this instance a static group member (KIP-345): a
+// restart within the session timeout keeps its partitions without a
+// rebalance. Each instance needs its own id.
+func WithInstanceID(id string) Option { return func(c *config) { c.instanceID = id } }
