@@ -13,6 +13,8 @@ import (
 	"github.com/weirstream/weir/continuous"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/microbatch"
+	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/topology"
 )
 
@@ -56,8 +58,6 @@ func New(topo *topology.Topology, opts ...Option) (*App, error) {
 		return nil, fmt.Errorf("%w: unknown mode %d", ErrConfig, int(cfg.mode))
 	case cfg.guarantee != AtLeastOnce && cfg.guarantee != ExactlyOnce:
 		return nil, fmt.Errorf("%w: unknown guarantee %d", ErrConfig, int(cfg.guarantee))
-	case cfg.mode == MicroBatch:
-		return nil, fmt.Errorf("%w: the micro-batch mode", ErrNotImplemented)
 	case cfg.guarantee == ExactlyOnce:
 		return nil, fmt.Errorf("%w: the exactly-once guarantee", ErrNotImplemented)
 	case cfg.epochInterval < time.Millisecond:
@@ -114,13 +114,9 @@ func (a *App) Run(ctx context.Context) error {
 		return fmt.Errorf("weir: %w", err)
 	}
 	a.stats.Store(rt.Stats())
-	engine, err := continuous.New(rt, continuous.Config{EpochInterval: a.cfg.epochInterval, OnError: a.cfg.onError})
-	if err != nil {
-		return errors.Join(fmt.Errorf("weir: %w", err), rt.Close())
-	}
 	a.cfg.logger.Info("weir: starting", "application", a.cfg.applicationID, "mode", a.cfg.mode.String(),
-		"guarantee", a.cfg.guarantee.String(), "epoch", a.cfg.epochInterval)
-	runErr := engine.Run(ctx)
+		"guarantee", a.cfg.guarantee.String())
+	runErr := a.runEngine(ctx, rt)
 	closeErr := rt.Close()
 	if runErr != nil {
 		return errors.Join(fmt.Errorf("weir: %w", runErr), closeErr)
@@ -129,6 +125,35 @@ func (a *App) Run(ctx context.Context) error {
 		return fmt.Errorf("weir: %w", closeErr)
 	}
 	return nil
+}
+
+// runEngine runs the engine of the configured mode.
+func (a *App) runEngine(ctx context.Context, rt *runtime.Runtime) error {
+	if a.cfg.mode == Continuous {
+		e, err := continuous.New(rt, continuous.Config{EpochInterval: a.cfg.epochInterval, OnError: a.cfg.onError})
+		if err != nil {
+			return err
+		}
+		return e.Run(ctx)
+	}
+	wlog, err := offsets.Open(filepath.Join(a.cfg.stateDir, "offsets"), offsets.Options{Logger: a.cfg.logger})
+	if err != nil {
+		return fmt.Errorf("write-ahead log in %s (a second instance on this machine needs its own WithStateDir): %w", a.cfg.stateDir, err)
+	}
+	defer wlog.Close()
+	wal, err := wlog.Namespace(a.cfg.applicationID)
+	if err != nil {
+		return err
+	}
+	mc := a.cfg.microBatch
+	if mc.OnError == nil {
+		mc.OnError = a.cfg.onError
+	}
+	e, err := microbatch.New(rt, wal, mc)
+	if err != nil {
+		return err
+	}
+	return e.Run(ctx)
 }
 
 // Stats is a snapshot of an App's counters.

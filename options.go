@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/microbatch"
 )
 
 // Option configures an App.
@@ -28,6 +29,7 @@ type config struct {
 	heartbeatInterval time.Duration
 	instanceID        string
 	clock             func() time.Time
+	microBatch        microbatch.Config
 }
 
 type sasl struct{ mechanism, user, password string }
@@ -97,8 +99,9 @@ func WithApplicationID(id string) Option { return func(c *config) { c.applicatio
 // WithClientID sets the Kafka client id (default: the application id).
 func WithClientID(id string) Option { return func(c *config) { c.clientID = id } }
 
-// WithStateDir sets the directory for local state (default: a directory
-// under os.TempDir named after the application).
+// WithStateDir sets the directory for local state — the micro-batch
+// write-ahead log among it (default: a directory under os.TempDir named
+// after the application). Instances on one machine need one each.
 func WithStateDir(dir string) Option { return func(c *config) { c.stateDir = dir } }
 
 // WithMode selects the execution mode (default Continuous).
@@ -106,6 +109,15 @@ func WithMode(m Mode) Option { return func(c *config) { c.mode = m } }
 
 // WithGuarantee selects the processing guarantee (default AtLeastOnce).
 func WithGuarantee(g Guarantee) Option { return func(c *config) { c.guarantee = g } }
+
+// WithMicroBatch selects the micro-batch mode with the given trigger, limits
+// and sinks (see package microbatch).
+func WithMicroBatch(cfg microbatch.Config) Option {
+	return func(c *config) {
+		c.mode = MicroBatch
+		c.microBatch = cfg
+	}
+}
 
 // WithEpochInterval sets the continuous mode's epoch length (default
 // 100 ms).

@@ -3,6 +3,7 @@ package processor
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/weirstream/weir/statestore"
@@ -219,6 +220,16 @@ func (t *Task) Store(name string) (statestore.Store, bool) {
 		return l.unwrap(), ok
 	}
 	return s, ok
+}
+
+// StoreNames returns the names of the task's stores, sorted.
+func (t *Task) StoreNames() []string {
+	names := make([]string, 0, len(t.stores))
+	for name := range t.stores {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // Counters returns a copy of the task's counters (see the Metric constants).

@@ -46,6 +46,9 @@ type Runtime struct {
 	plan     *TopicPlan
 	tasks    *Tasks
 	stats    Stats
+	// sinks, when set, receives the records sinks write (not repartition,
+	// changelog or dead-letter records) instead of the producer.
+	sinks func(context.Context, kafka.Record) error
 }
 
 // Stats are the runtime's counters, safe for concurrent use.
@@ -143,6 +146,10 @@ func (r *Runtime) GroupConfig(readCommitted bool, onError func(error)) kafka.Gro
 	return gc
 }
 
+// InterceptSinks makes the records written by the topology's sinks go to fn
+// instead of Kafka (micro-batch's ForEachBatch). Call it before Prepare.
+func (r *Runtime) InterceptSinks(fn func(context.Context, kafka.Record) error) { r.sinks = fn }
+
 // Tasks returns the task registry.
 func (r *Runtime) Tasks() *Tasks { return r.tasks }
 
@@ -163,3 +170,9 @@ func (r *Runtime) Now() time.Time { return r.cfg.Clock() }
 func (r *Runtime) Close() error {
 	return errors.Join(r.producer.Close(), r.admin.Close())
 }
+
+// Admin returns the admin client (offsets, topics).
+func (r *Runtime) Admin() *kafka.Admin { return r.admin }
+
+// ApplicationID returns the application id.
+func (r *Runtime) ApplicationID() string { return r.cfg.ApplicationID }

@@ -211,10 +211,16 @@ func (t *Task) emit(o processor.Output) error {
 	if part < 0 {
 		part = kafka.PartitionByKey
 	}
-	err := t.rt.producer.Send(ctx, kafka.Record{
+	rec := kafka.Record{
 		Topic: o.Topic, Partition: part, Key: o.Key, Value: o.Value,
 		Headers: toKafkaHeaders(o.Headers), Timestamp: o.Timestamp,
-	})
+	}
+	var err error
+	if o.Kind == processor.OutputSink && t.rt.sinks != nil {
+		err = t.rt.sinks(ctx, rec)
+	} else {
+		err = t.rt.producer.Send(ctx, rec)
+	}
 	if err == nil {
 		t.rt.stats.RecordsOut.Add(1)
 	}

@@ -1,0 +1,277 @@
+package microbatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/weirstream/weir/offsets"
+	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/statestore"
+)
+
+// plan cuts the next batch: for each source [next, end), end being the
+// partition's end offset now (for AvailableNow, at most the end seen when
+// the partition was first planned), capped by the batch limits.
+func (e *Engine) plan(ctx context.Context, srcs map[offsets.TopicPartition]*source) (offsets.Plan, error) {
+	byTopic := map[string][]int32{}
+	for tp := range srcs {
+		byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
+	}
+	type want struct {
+		tp         offsets.TopicPartition
+		start, end int64
+	}
+	var wants []want
+	var backlog int64
+	for topic, parts := range byTopic {
+		ends, err := e.rt.Admin().EndOffsets(ctx, topic, parts)
+		if err != nil {
+			return offsets.Plan{}, err
+		}
+		internal := processor.IsInternalTopic(e.rt.ApplicationID(), topic)
+		for _, p := range parts {
+			tp := offsets.TopicPartition{Topic: topic, Partition: p}
+			end := ends[p]
+			if e.cfg.Trigger.kind == availableNow && !internal {
+				target, seen := e.targets[tp]
+				if !seen {
+					target = end
+					e.targets[tp] = end
+				}
+				end = min(end, target)
+			}
+			start := srcs[tp].next
+			if end > start {
+				wants = append(wants, want{tp: tp, start: start, end: end})
+				backlog += end - start
+			}
+		}
+	}
+	limit := e.cfg.MaxRecordsPerBatch
+	if e.cfg.MaxBytesPerBatch > 0 && e.avgSize > 0 {
+		byBytes := max(1, int64(float64(e.cfg.MaxBytesPerBatch)/e.avgSize))
+		if limit == 0 || byBytes < limit {
+			limit = byBytes
+		}
+	}
+	plan := offsets.Plan{Batch: e.next, Timestamp: e.rt.Now().Truncate(time.Millisecond), Trigger: e.cfg.Trigger.String(), Watermark: e.watermark()}
+	slices.SortFunc(wants, func(a, b want) int { return a.tp.Compare(b.tp) })
+	shares := make([]int64, len(wants))
+	for i, w := range wants {
+		shares[i] = w.end - w.start
+	}
+	if limit > 0 && backlog > limit {
+		// Share the limit in proportion to the backlogs, then hand out the
+		// rounding remainder one offset at a time, so the shares add up to
+		// the limit exactly.
+		left := limit
+		for i, w := range wants {
+			shares[i] = limit * (w.end - w.start) / backlog
+			left -= shares[i]
+		}
+		for i := 0; left > 0; i = (i + 1) % len(wants) {
+			if shares[i] < wants[i].end-wants[i].start {
+				shares[i]++
+				left--
+			}
+		}
+	}
+	for i, w := range wants {
+		if shares[i] > 0 {
+			plan.Ranges = append(plan.Ranges, offsets.Range{TopicPartition: w.tp, Start: w.start, End: w.start + shares[i]})
+		}
+	}
+	return plan, nil
+}
+
+// runBatch runs batch plan.Batch: WAL, process, flush, commit, WAL.
+func (e *Engine) runBatch(ctx context.Context, plan offsets.Plan, srcs map[offsets.TopicPartition]*source, replay bool) error {
+	start := e.rt.Now()
+	prog := Progress{BatchID: plan.Batch, Timestamp: plan.Timestamp, Trigger: plan.Trigger, Replay: replay}
+	t0 := time.Now()
+	if err := e.wal.WritePlan(ctx, plan); err != nil {
+		return err
+	}
+	prog.Durations.WALCommit = time.Since(t0)
+
+	t1 := time.Now()
+	var bytes int64
+	var procErr error
+	for _, r := range plan.Ranges {
+		s := srcs[r.TopicPartition]
+		sp := SourceProgress{Topic: r.Topic, Partition: r.Partition, StartOffset: r.Start, EndOffset: r.End}
+		for s != nil && s.next < r.End {
+			rec, ok := s.take(r.End)
+			if !ok {
+				break // the claim ended: the partition was revoked mid-batch
+			}
+			if err := s.task.Process(ctx, rec); err != nil {
+				procErr = err
+				break
+			}
+			s.next = rec.Offset + 1
+			sp.NumInputRows++
+			bytes += int64(len(rec.Key) + len(rec.Value))
+		}
+		prog.NumInputRows += sp.NumInputRows
+		prog.Sources = append(prog.Sources, sp)
+		if procErr != nil {
+			break
+		}
+	}
+	if procErr == nil && e.cfg.ForEachBatch != nil {
+		if err := e.cfg.ForEachBatch(ctx, plan.Batch, e.takeCollected()); err != nil {
+			return fmt.Errorf("microbatch: batch %d: ForEachBatch: %w", plan.Batch, err)
+		}
+	}
+	prog.Durations.Process = time.Since(t1)
+
+	// Commit what was processed — all of it, or what came before a record
+	// that stops the application.
+	t2 := time.Now()
+	now := e.rt.Now()
+	if err := e.rt.Tasks().Each(func(t *processor.Task) error { return t.PunctuateWallClock(now) }); err != nil {
+		return errors.Join(procErr, fmt.Errorf("microbatch: wall-clock punctuation: %w", err))
+	}
+	if err := e.rt.Producer().Flush(ctx); err != nil {
+		return errors.Join(procErr, fmt.Errorf("microbatch: batch %d: flush outputs: %w", plan.Batch, err))
+	}
+	if err := e.commitOffsets(ctx, plan, srcs); err != nil {
+		e.report(fmt.Errorf("microbatch: batch %d: commit offsets (committed with the next batch): %w", plan.Batch, err))
+	}
+	if procErr != nil {
+		return procErr
+	}
+	if err := e.wal.WriteCommit(ctx, offsets.Commit{Batch: plan.Batch, Timestamp: e.rt.Now()}); err != nil {
+		return err
+	}
+	prog.Durations.Commit = time.Since(t2)
+	prog.Durations.Total = time.Since(t0)
+	prog.Durations.Plan = t0.Sub(start)
+	if prog.NumInputRows > 0 {
+		size := float64(bytes) / float64(prog.NumInputRows)
+		if e.avgSize == 0 {
+			e.avgSize = size
+		} else {
+			e.avgSize = 0.8*e.avgSize + 0.2*size
+		}
+	}
+	if !e.lastStart.IsZero() {
+		if d := start.Sub(e.lastStart).Seconds(); d > 0 {
+			prog.InputRowsPerSecond = float64(prog.NumInputRows) / d
+		}
+	}
+	if d := prog.Durations.Process.Seconds(); d > 0 {
+		prog.ProcessedRowsPerSecond = float64(prog.NumInputRows) / d
+	}
+	prog.Watermark = e.watermark()
+	prog.StateStores = e.storeSizes()
+	e.lastStart = start
+	e.next = plan.Batch + 1
+	e.ran++
+	e.rt.Logger().Info("weir: batch", "progress", prog)
+	if e.cfg.OnProgress != nil {
+		e.cfg.OnProgress(prog)
+	}
+	return nil
+}
+
+// commitOffsets marks each source's next offset and commits them.
+func (e *Engine) commitOffsets(ctx context.Context, plan offsets.Plan, srcs map[offsets.TopicPartition]*source) error {
+	var committer *source
+	for _, r := range plan.Ranges {
+		if s := srcs[r.TopicPartition]; s != nil {
+			s.c.MarkOffset(r.Topic, r.Partition, s.next)
+			committer = s
+		}
+	}
+	if committer == nil {
+		return nil
+	}
+	return committer.c.Commit(ctx)
+}
+
+// recover settles a plan left without a commit by a previous run (see the
+// package doc) and sets the next batch id. It reports whether it ran a
+// batch again.
+func (e *Engine) recover(ctx context.Context, srcs map[offsets.TopicPartition]*source) (bool, error) {
+	if last, ok, err := e.wal.LatestPlan(); err != nil {
+		return false, err
+	} else if ok {
+		e.next = last.Batch + 1
+	}
+	plan, ok, err := e.wal.Pending()
+	if err != nil || !ok {
+		return false, err
+	}
+	atEnd, atStart, owned := 0, 0, 0
+	for _, r := range plan.Ranges {
+		s := srcs[r.TopicPartition]
+		if s == nil {
+			continue
+		}
+		owned++
+		switch s.next {
+		case r.End:
+			atEnd++
+		case r.Start:
+			atStart++
+		}
+	}
+	log := e.rt.Logger()
+	switch {
+	case owned == len(plan.Ranges) && atStart == owned:
+		log.Info("weir: replaying an uncommitted batch with its planned ranges", "batch", plan.Batch)
+		e.next = plan.Batch
+		return true, e.runBatch(ctx, plan, srcs, true)
+	case owned > 0 && atEnd == owned:
+		log.Info("weir: batch had committed; writing its lost commit record", "batch", plan.Batch)
+		e.next = plan.Batch + 1
+		return false, e.wal.WriteCommit(ctx, offsets.Commit{Batch: plan.Batch, Timestamp: e.rt.Now()})
+	default:
+		log.Info("weir: dropping a stale batch plan", "batch", plan.Batch, "ranges", len(plan.Ranges), "owned", owned)
+		e.next = plan.Batch
+		return false, e.wal.DiscardPlan(ctx, plan.Batch)
+	}
+}
+
+// watermark is the smallest stream time among tasks that have seen records.
+func (e *Engine) watermark() time.Time {
+	var wm time.Time
+	_ = e.rt.Tasks().Each(func(t *processor.Task) error {
+		if st := t.StreamTime(); !st.IsZero() && (wm.IsZero() || st.Before(wm)) {
+			wm = st
+		}
+		return nil
+	})
+	return wm
+}
+
+// storeSizes counts the rows of each task's key-value stores.
+func (e *Engine) storeSizes() []StoreProgress {
+	var out []StoreProgress
+	_ = e.rt.Tasks().Each(func(t *processor.Task) error {
+		for _, name := range t.StoreNames() {
+			s, _ := t.Store(name)
+			if kv, ok := s.(statestore.KeyValueStore); ok {
+				if n, err := kv.ApproximateNumEntries(); err == nil {
+					out = append(out, StoreProgress{Name: name, Partition: t.ID().Partition, NumRows: n})
+				}
+			}
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b StoreProgress) int {
+		if a.Name != b.Name {
+			if a.Name < b.Name {
+				return -1
+			}
+			return 1
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return out
+}

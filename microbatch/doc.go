@@ -1,0 +1,59 @@
+// Package microbatch is weir's micro-batch execution mode, after Spark
+// Structured Streaming: the input is cut into batches of planned offset
+// ranges, each plan written to a write-ahead log before its batch runs.
+//
+// Applications select it through the root package:
+//
+//	app, err := weir.New(topo,
+//		weir.WithBrokers("localhost:9092"),
+//		weir.WithApplicationID("report"),
+//		weir.WithMicroBatch(microbatch.Config{Trigger: microbatch.AvailableNow()}))
+//	err = app.Run(ctx) // returns when everything available at start is processed
+//
+// # A batch
+//
+// For batch N the engine plans, for each partition this instance owns, the
+// range [start, end): start is the next offset to process (the committed
+// offset after a restart), end the partition's end offset at planning time,
+// capped by MaxRecordsPerBatch (shared among the partitions in proportion to
+// their backlog) and by MaxBytesPerBatch (estimated from the sizes of the
+// records of earlier batches). Then:
+//
+//  1. offsets/N — the plan, the batch time and the watermark — is written to
+//     the Badger write-ahead log with sync;
+//  2. exactly those ranges are processed; sink outputs go to Kafka, or to
+//     the ForEachBatch function;
+//  3. the producer is flushed and the consumer offsets (the ranges' ends)
+//     are committed;
+//  4. commits/N is written.
+//
+// # Triggers
+//
+// Continuously (the default) starts the next batch as soon as the previous
+// one ends; ProcessingTime(d) starts one every d; Once runs one batch;
+// AvailableNow processes everything available at start, in as many batches
+// as the limits need, drains the stages behind repartition topics, and
+// stops — a bounded batch job over the same topology, whose final tables
+// equal the continuous mode's over the same input.
+//
+// # Recovery
+//
+// At start the engine looks for a plan without a commit. For each of its
+// ranges still owned here it compares the group's committed offset: equal
+// to the range's end, the batch had committed and only commits/N was lost
+// (it is written now); equal to the start, batch N runs again with exactly
+// the same ranges and batch id; anything else makes the plan stale and it is
+// dropped. A partition that moved to another instance has no plan there;
+// its new owner starts from the committed offset.
+//
+// # Guarantees (at-least-once)
+//
+// Offsets are committed only after every output of the batch is
+// acknowledged, so no input is lost. A crash between the outputs and the
+// commit runs the batch again: its outputs and state changes may appear
+// twice. ForEachBatch receives stable batch ids and ranges across such
+// replays, so a sink that writes idempotently by batch id (an upsert keyed
+// by it) stores each batch once — exactly so for stateless topologies.
+// Exactly-once batches (one Kafka transaction per batch) arrive with the
+// exactly-once engine.
+package microbatch

@@ -1,0 +1,323 @@
+package microbatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/offsets"
+	"github.com/weirstream/weir/processor"
+)
+
+// Config configures the micro-batch engine.
+type Config struct {
+	// Trigger decides when batches run (default Continuously()).
+	Trigger Trigger
+	// MaxRecordsPerBatch caps the offsets a batch covers, over all the
+	// instance's partitions (0: no cap).
+	MaxRecordsPerBatch int64
+	// MaxBytesPerBatch caps a batch's input bytes (keys and values),
+	// estimated from the average record size of earlier batches (0: no
+	// cap). The first batch of a partition is capped by records only.
+	MaxBytesPerBatch int64
+	// PollInterval is how long an idle engine waits before planning again
+	// (default 100 ms).
+	PollInterval time.Duration
+	// ForEachBatch, if set, receives the records the topology's sinks write
+	// in each batch, instead of Kafka. Repartition and changelog records
+	// still go to Kafka. The batch id and ranges are stable across replays.
+	ForEachBatch func(ctx context.Context, batchID int64, records []Record) error
+	// OnProgress receives each batch's progress report.
+	OnProgress func(Progress)
+	// OnError receives the errors the engine survives (a failed offset
+	// commit, a consumer-group error). If nil they are logged.
+	OnError func(error)
+}
+
+// Record is a record written by a sink, as ForEachBatch receives it.
+type Record struct {
+	Topic     string
+	Key       []byte
+	Value     []byte
+	Timestamp time.Time
+	Headers   []processor.Header
+}
+
+// Engine runs a topology in micro-batches. Create it with New; Run it once.
+type Engine struct {
+	rt  *runtime.Runtime
+	wal *offsets.WAL
+	cfg Config
+
+	mu      sync.Mutex
+	sources map[offsets.TopicPartition]*source
+	stopped bool
+	changed chan struct{} // a source came or its claim ended
+
+	outMu sync.Mutex
+	out   []Record // ForEachBatch records of the running batch
+
+	// Batch loop state, owned by Run's goroutine.
+	next      int64
+	lastStart time.Time
+	targets   map[offsets.TopicPartition]int64 // AvailableNow: ends at first sight
+	avgSize   float64
+	ran       int
+}
+
+// queueLimit bounds the records a claim fetches ahead of the batches.
+const queueLimit = 10_000
+
+// New returns an engine for the runtime, logging batches to wal.
+func New(rt *runtime.Runtime, wal *offsets.WAL, cfg Config) (*Engine, error) {
+	if rt == nil || wal == nil {
+		return nil, errors.New("microbatch: nil runtime or write-ahead log")
+	}
+	if err := cfg.Trigger.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.MaxRecordsPerBatch < 0 || cfg.MaxBytesPerBatch < 0 {
+		return nil, errors.New("microbatch: negative batch limit")
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = 100 * time.Millisecond
+	}
+	if cfg.PollInterval < 0 {
+		return nil, errors.New("microbatch: negative poll interval")
+	}
+	return &Engine{
+		rt: rt, wal: wal, cfg: cfg,
+		sources: map[offsets.TopicPartition]*source{},
+		changed: make(chan struct{}, 1),
+		targets: map[offsets.TopicPartition]int64{},
+	}, nil
+}
+
+// Run prepares the topics, joins the consumer group and runs batches until
+// ctx is done, a bounded trigger (Once, AvailableNow) is done, or a fatal
+// error occurs. It returns after every goroutine it started has ended.
+func (e *Engine) Run(ctx context.Context) error {
+	if e.cfg.ForEachBatch != nil {
+		e.rt.InterceptSinks(e.collect)
+	}
+	if err := e.rt.Prepare(ctx); err != nil {
+		return err
+	}
+	group, err := kafka.NewGroup(e.rt.GroupConfig(false, e.report))
+	if err != nil {
+		return fmt.Errorf("microbatch: %w", err)
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := group.Run(runCtx, kafka.HandlerFunc(e.claim)); err != nil {
+			cancel(err)
+		}
+	})
+	loopErr := e.loop(runCtx)
+	e.stop()
+	cancel(nil)
+	wg.Wait()
+	if cause := context.Cause(runCtx); loopErr == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		loopErr = cause
+	}
+	if loopErr != nil {
+		return fmt.Errorf("microbatch: %w", loopErr)
+	}
+	return nil
+}
+
+// claim registers a claimed partition with the batch loop and holds it
+// until the loop has committed its last batch.
+func (e *Engine) claim(ctx context.Context, c kafka.Claim) error {
+	sub, ok := e.rt.Plan().Subtopology[c.Topic()]
+	if !ok {
+		return fmt.Errorf("microbatch: claimed topic %q is not read by the topology", c.Topic())
+	}
+	tasks := e.rt.Tasks()
+	task, err := tasks.Acquire(ctx, processor.TaskID{Subtopology: sub, Partition: c.Partition()})
+	if err != nil {
+		return err
+	}
+	defer tasks.Release(task)
+	s := newSource(c, task, queueLimit)
+	if !e.register(s) {
+		return nil
+	}
+	s.fill(ctx)
+	e.signal()
+	select {
+	case <-s.released:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+func (e *Engine) register(s *source) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return false
+	}
+	if old, ok := e.sources[s.tp]; ok {
+		old.release()
+	}
+	e.sources[s.tp] = s
+	e.signal()
+	return true
+}
+
+// signal wakes the batch loop.
+func (e *Engine) signal() {
+	select {
+	case e.changed <- struct{}{}:
+	default:
+	}
+}
+
+// stop releases every source and refuses new ones.
+func (e *Engine) stop() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stopped = true
+	for tp, s := range e.sources {
+		s.release()
+		delete(e.sources, tp)
+	}
+}
+
+// snapshot returns the live sources, after releasing those whose claim
+// ended (their last batch is committed by now).
+func (e *Engine) snapshot() map[offsets.TopicPartition]*source {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[offsets.TopicPartition]*source, len(e.sources))
+	for tp, s := range e.sources {
+		if s.isClosed() {
+			s.release()
+			delete(e.sources, tp)
+			continue
+		}
+		out[tp] = s
+	}
+	return out
+}
+
+// wait sleeps for d, or until a source changes or ctx is done.
+func (e *Engine) wait(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-e.changed:
+	case <-t.C:
+	}
+}
+
+// settle waits until no source has come for a moment, so that the first
+// batch sees the whole first assignment.
+func (e *Engine) settle(ctx context.Context) {
+	for ctx.Err() == nil {
+		t := time.NewTimer(200 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-e.changed:
+			t.Stop()
+			continue
+		case <-t.C:
+		}
+		return
+	}
+}
+
+// loop runs batches until the trigger is done or ctx ends.
+func (e *Engine) loop(ctx context.Context) error {
+	for len(e.snapshot()) == 0 {
+		if ctx.Err() != nil {
+			return nil
+		}
+		e.wait(ctx, e.cfg.PollInterval)
+	}
+	e.settle(ctx)
+	if ctx.Err() != nil {
+		return nil
+	}
+	replayed, err := e.recover(ctx, e.snapshot())
+	if err != nil {
+		return err
+	}
+	if replayed && e.cfg.Trigger.kind == once {
+		return nil // the replayed batch was the one batch
+	}
+	for ctx.Err() == nil {
+		if e.cfg.Trigger.kind == processingTime && !e.lastStart.IsZero() {
+			if d := time.Until(e.lastStart.Add(e.cfg.Trigger.interval)); d > 0 {
+				t := time.NewTimer(d)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return nil
+				case <-t.C:
+				}
+			}
+		}
+		srcs := e.snapshot()
+		plan, err := e.plan(ctx, srcs)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if len(plan.Ranges) == 0 {
+			if e.cfg.Trigger.bounded() && len(srcs) > 0 {
+				return nil // nothing left of what was available
+			}
+			e.wait(ctx, e.cfg.PollInterval)
+			continue
+		}
+		if err := e.runBatch(ctx, plan, srcs, false); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if e.cfg.Trigger.kind == once {
+			return nil
+		}
+	}
+	return nil
+}
+
+// collect gathers sink records for ForEachBatch.
+func (e *Engine) collect(_ context.Context, r kafka.Record) error {
+	var hs []processor.Header
+	for _, h := range r.Headers {
+		hs = append(hs, processor.Header{Key: h.Key, Value: h.Value})
+	}
+	e.outMu.Lock()
+	e.out = append(e.out, Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, Headers: hs})
+	e.outMu.Unlock()
+	return nil
+}
+
+func (e *Engine) takeCollected() []Record {
+	e.outMu.Lock()
+	defer e.outMu.Unlock()
+	out := e.out
+	e.out = nil
+	return out
+}
+
+func (e *Engine) report(err error) {
+	if e.cfg.OnError != nil {
+		e.cfg.OnError(err)
+		return
+	}
+	e.rt.Logger().Warn("weir: micro-batch", "err", err)
+}

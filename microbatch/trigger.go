@@ -1,0 +1,67 @@
+package microbatch
+
+import (
+	"fmt"
+	"time"
+)
+
+// Trigger decides when batches run, after Spark Structured Streaming's
+// triggers.
+type Trigger struct {
+	kind     triggerKind
+	interval time.Duration
+}
+
+type triggerKind int
+
+const (
+	asFastAsPossible triggerKind = iota
+	processingTime
+	once
+	availableNow
+)
+
+// Continuously runs the next batch as soon as the previous one ends (the
+// default trigger). When no input is waiting it polls every PollInterval.
+func Continuously() Trigger { return Trigger{kind: asFastAsPossible} }
+
+// ProcessingTime starts a batch every interval; a batch that takes longer
+// is followed by the next one at once.
+func ProcessingTime(interval time.Duration) Trigger {
+	return Trigger{kind: processingTime, interval: interval}
+}
+
+// Once runs a single batch of what is available, then stops.
+func Once() Trigger { return Trigger{kind: once} }
+
+// AvailableNow processes everything available when the run starts — in as
+// many batches as the batch limits need — and then stops: a bounded batch
+// job over the same topology. Records that arrive after the start wait for
+// the next run. Stages behind repartition topics are drained too.
+func AvailableNow() Trigger { return Trigger{kind: availableNow} }
+
+// String names the trigger as progress reports show it.
+func (t Trigger) String() string {
+	switch t.kind {
+	case processingTime:
+		return "ProcessingTime(" + t.interval.String() + ")"
+	case once:
+		return "Once"
+	case availableNow:
+		return "AvailableNow"
+	}
+	return "Continuously"
+}
+
+func (t Trigger) validate() error {
+	if t.kind == processingTime && t.interval < time.Millisecond {
+		return fmt.Errorf("microbatch: processing-time interval %v is below 1ms", t.interval)
+	}
+	if t.kind < asFastAsPossible || t.kind > availableNow {
+		return fmt.Errorf("microbatch: unknown trigger %d", int(t.kind))
+	}
+	return nil
+}
+
+// bounded reports whether the trigger stops by itself.
+func (t Trigger) bounded() bool { return t.kind == once || t.kind == availableNow }
