@@ -33,8 +33,8 @@ type source struct {
 
 func newSource(c kafka.Claim, task *runtime.Task, limit int) *source {
 	s := &source{
-		tp:   offsets.TopicPartition{Topic: c.Topic(), Partition: c.Partition()},
-		c:    c, task: task, limit: limit, next: c.InitialOffset(),
+		tp: offsets.TopicPartition{Topic: c.Topic(), Partition: c.Partition()},
+		c:  c, task: task, limit: limit, next: c.InitialOffset(),
 		released: make(chan struct{}),
 	}
 	s.cond = sync.NewCond(&s.mu)
