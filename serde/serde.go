@@ -2,8 +2,10 @@
 //
 // A Serde[T] pairs a Serializer[T] and a Deserializer[T]. weir ships serdes for
 // the common Kafka payloads — String, Bytes, Int64, Float64, JSON[T], Avro
-// (through goavro) — and the Confluent wire format (magic byte + 4-byte schema
-// id) around any of them.
+// (through goavro: NewAvro for goavro's native form, NewAvroTyped for Go
+// types) — and the Confluent wire format (magic byte + 4-byte schema id)
+// around Avro: NewConfluentAvro, with schema ids from a SchemaResolver such as
+// NewMemoryRegistry, and the AppendWireHeader and ParseWireHeader helpers.
 //
 // Every deserializer returns an error on bad bytes; none panics. Errors wrap
 // ErrDeserialize so callers can route them (fail, skip or dead-letter):
@@ -12,6 +14,11 @@
 //	b, _ := s.Serialize("words", "hello")
 //	v, err := s.Deserialize("words", b)
 //	if errors.Is(err, serde.ErrDeserialize) { /* bad input */ }
+//
+// A nil input is a Kafka tombstone: every deserializer decodes it without an
+// error, to the zero value or a nil map. Only nil is a tombstone; an empty
+// non-nil input is decoded like any other, and is an error where the format
+// has no empty encoding.
 //
 // Serdes are pure: no network, no clock. All serdes in this package are safe
 // for concurrent use.
