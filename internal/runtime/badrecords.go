@@ -85,7 +85,7 @@ func (r *Runtime) handleBadRecord(ctx context.Context, rec kafka.Record, err err
 			Topic: DeadLetterTopic(rec.Topic), Partition: rec.Partition,
 			Key: rec.Key, Value: rec.Value, Headers: headers, Timestamp: rec.Timestamp,
 		}
-		if err := r.producer.Send(ctx, dlq); err != nil {
+		if err := r.output.Send(ctx, dlq); err != nil {
 			return fmt.Errorf("runtime: dead-letter %s/%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 		}
 		r.stats.DeadLetter.Add(1)

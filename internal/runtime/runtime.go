@@ -47,8 +47,18 @@ type Runtime struct {
 	tasks    *Tasks
 	stats    Stats
 	// sinks, when set, receives the records sinks write (not repartition,
-	// changelog or dead-letter records) instead of the producer.
+	// changelog or dead-letter records) instead of output.
 	sinks func(context.Context, kafka.Record) error
+	// output receives every other record tasks write: the producer, or the
+	// transaction of the exactly-once engines.
+	output Output
+	// readCommitted restores stores from committed changelog records only.
+	readCommitted bool
+}
+
+// Output is where tasks write their records.
+type Output interface {
+	Send(ctx context.Context, r kafka.Record) error
 }
 
 // Stats are the runtime's counters, safe for concurrent use.
@@ -84,7 +94,7 @@ func New(cfg Config) (*Runtime, error) {
 		_ = admin.Close()
 		return nil, fmt.Errorf("runtime: %w", err)
 	}
-	r := &Runtime{cfg: cfg, log: cfg.Logger, admin: admin, producer: producer}
+	r := &Runtime{cfg: cfg, log: cfg.Logger, admin: admin, producer: producer, output: producer}
 	r.tasks = newTasks(r)
 	return r, nil
 }
@@ -149,6 +159,14 @@ func (r *Runtime) GroupConfig(readCommitted bool, onError func(error)) kafka.Gro
 // InterceptSinks makes the records written by the topology's sinks go to fn
 // instead of Kafka (micro-batch's ForEachBatch). Call it before Prepare.
 func (r *Runtime) InterceptSinks(fn func(context.Context, kafka.Record) error) { r.sinks = fn }
+
+// UseTransactions makes tasks write to out (an open transaction) instead of
+// the at-least-once producer, and restore stores from committed changelog
+// records only. Call it before Prepare.
+func (r *Runtime) UseTransactions(out Output) {
+	r.output = out
+	r.readCommitted = true
+}
 
 // Tasks returns the task registry.
 func (r *Runtime) Tasks() *Tasks { return r.tasks }

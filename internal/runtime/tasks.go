@@ -162,13 +162,17 @@ func (t *Task) restore(ctx context.Context, spec statestore.Spec, s statestore.S
 	if err != nil {
 		return fmt.Errorf("runtime: restore %q: %w", spec.Name, err)
 	}
-	ends, err := t.rt.admin.EndOffsets(ctx, topic, p)
+	endOffsets := t.rt.admin.EndOffsets
+	if t.rt.readCommitted {
+		endOffsets = t.rt.admin.StableOffsets
+	}
+	ends, err := endOffsets(ctx, topic, p)
 	if err != nil {
 		return fmt.Errorf("runtime: restore %q: %w", spec.Name, err)
 	}
 	from, to := starts[t.id.Partition], ends[t.id.Partition]
 	n := 0
-	err = t.rt.admin.ReadRange(ctx, topic, t.id.Partition, from, to, false, func(r kafka.Record) error {
+	err = t.rt.admin.ReadRange(ctx, topic, t.id.Partition, from, to, t.rt.readCommitted, func(r kafka.Record) error {
 		n++
 		return processor.Restore(s, r.Key, r.Value)
 	})
@@ -219,7 +223,7 @@ func (t *Task) emit(o processor.Output) error {
 	if o.Kind == processor.OutputSink && t.rt.sinks != nil {
 		err = t.rt.sinks(ctx, rec)
 	} else {
-		err = t.rt.producer.Send(ctx, rec)
+		err = t.rt.output.Send(ctx, rec)
 	}
 	if err == nil {
 		t.rt.stats.RecordsOut.Add(1)

@@ -1,0 +1,392 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// ErrUnknownTopic is wrapped by errors about a topic the cluster does not
+// have.
+var ErrUnknownTopic = errors.New("kafka: unknown topic")
+
+// ErrPartitionMismatch is wrapped by the error [Admin.EnsureTopics] returns
+// when an existing topic has another partition count than the one asked.
+var ErrPartitionMismatch = errors.New("kafka: partition count mismatch")
+
+// ErrClosed is returned by operations on a closed Admin, Producer or Group.
+var ErrClosed = errors.New("kafka: closed")
+
+// TopicSpec describes a topic for [Admin.EnsureTopics].
+type TopicSpec struct {
+	// Name of the topic.
+	Name string
+	// Partitions is the partition count, at least 1.
+	Partitions int32
+	// ReplicationFactor 0 means the broker's default.
+	ReplicationFactor int16
+	// Config holds topic configs such as cleanup.policy=compact.
+	Config map[string]string
+}
+
+// Admin administers topics and reads offsets. It is safe for concurrent use.
+//
+// sarama takes no context: ctx is checked before every request and between
+// polls, while a request already sent is bounded by sarama's network
+// timeouts (30 s by default), not by ctx.
+type Admin struct {
+	cfg    Config
+	client sarama.Client
+	admin  sarama.ClusterAdmin
+}
+
+// NewAdmin connects an Admin to the cluster.
+func NewAdmin(cfg Config) (*Admin, error) {
+	sc, err := cfg.saramaConfig()
+	if err != nil {
+		return nil, err
+	}
+	client, err := newClient(cfg.Brokers, sc)
+	if err != nil {
+		return nil, err
+	}
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("kafka: admin: %w", err)
+	}
+	return &Admin{cfg: cfg, client: client, admin: admin}, nil
+}
+
+// Close releases the connections. It is safe to call more than once.
+func (a *Admin) Close() error {
+	if a.client.Closed() {
+		return nil
+	}
+	if err := a.admin.Close(); err != nil && !errors.Is(err, sarama.ErrClosedClient) {
+		return fmt.Errorf("kafka: close admin: %w", err)
+	}
+	return nil
+}
+
+// EnsureTopics creates the topics that do not exist and checks the ones
+// that do. An existing topic with the asked partition count is fine (its
+// configs are not compared); another count is an error wrapping
+// [ErrPartitionMismatch] that names both counts. EnsureTopics returns once
+// every topic is visible in the cluster metadata with a leader for every
+// partition.
+func (a *Admin) EnsureTopics(ctx context.Context, specs []TopicSpec) error {
+	names := make([]string, 0, len(specs))
+	for _, s := range specs {
+		if s.Name == "" {
+			return fmt.Errorf("%w: topic with an empty name", ErrConfig)
+		}
+		if s.Partitions < 1 {
+			return fmt.Errorf("%w: topic %q: %d partitions", ErrConfig, s.Name, s.Partitions)
+		}
+		if s.ReplicationFactor < 0 {
+			return fmt.Errorf("%w: topic %q: replication factor %d", ErrConfig, s.Name, s.ReplicationFactor)
+		}
+		names = append(names, s.Name)
+	}
+	if len(specs) == 0 {
+		return nil
+	}
+	existing, err := a.describe(ctx, names)
+	if err != nil {
+		return err
+	}
+	for _, s := range specs {
+		if _, ok := existing[s.Name]; ok {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("kafka: ensure topics: %w", err)
+		}
+		detail := &sarama.TopicDetail{
+			NumPartitions:     s.Partitions,
+			ReplicationFactor: s.ReplicationFactor,
+			ConfigEntries:     make(map[string]*string, len(s.Config)),
+		}
+		if detail.ReplicationFactor == 0 {
+			detail.ReplicationFactor = -1 // broker default (KIP-464)
+		}
+		for k, v := range s.Config {
+			detail.ConfigEntries[k] = &v
+		}
+		err := a.admin.CreateTopic(s.Name, detail, false)
+		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+			return fmt.Errorf("kafka: create topic %q: %w", s.Name, err)
+		}
+	}
+	// Wait until every topic is visible with leaders, then compare counts:
+	// a topic created concurrently by someone else is checked the same way.
+	for {
+		counts, ready, err := a.readiness(ctx, names)
+		if err != nil {
+			return err
+		}
+		if ready {
+			for _, s := range specs {
+				if got := counts[s.Name]; got != s.Partitions {
+					return fmt.Errorf("%w: topic %q has %d partitions, want %d",
+						ErrPartitionMismatch, s.Name, got, s.Partitions)
+				}
+			}
+			return nil
+		}
+		if err := pause(ctx, 50*time.Millisecond); err != nil {
+			return fmt.Errorf("kafka: wait for topics %v: %w", names, err)
+		}
+	}
+}
+
+// PartitionCounts returns the partition count of each topic. A topic the
+// cluster does not have is an error wrapping [ErrUnknownTopic].
+func (a *Admin) PartitionCounts(ctx context.Context, topics []string) (map[string]int32, error) {
+	found, err := a.describe(ctx, topics)
+	if err != nil {
+		return nil, err
+	}
+	counts := make(map[string]int32, len(topics))
+	for _, t := range topics {
+		md, ok := found[t]
+		if !ok {
+			return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, t)
+		}
+		counts[t] = int32(len(md.Partitions))
+	}
+	return counts, nil
+}
+
+// describe returns the metadata of the topics that exist; unknown ones are
+// absent from the map. It never creates a topic.
+func (a *Admin) describe(ctx context.Context, topics []string) (map[string]*sarama.TopicMetadata, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("kafka: describe topics: %w", err)
+	}
+	mds, err := a.admin.DescribeTopics(topics)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: describe topics %v: %w", topics, err)
+	}
+	found := make(map[string]*sarama.TopicMetadata, len(mds))
+	for _, md := range mds {
+		switch {
+		case md == nil:
+		case errors.Is(md.Err, sarama.ErrNoError):
+			found[md.Name] = md
+		case errors.Is(md.Err, sarama.ErrUnknownTopicOrPartition):
+		case errors.Is(md.Err, sarama.ErrLeaderNotAvailable):
+			// just created, leaders not elected yet: it exists
+			found[md.Name] = md
+		default:
+			return nil, fmt.Errorf("kafka: describe topic %q: %w", md.Name, md.Err)
+		}
+	}
+	return found, nil
+}
+
+// readiness reports the partition counts and whether every topic exists
+// with a leader for each partition.
+func (a *Admin) readiness(ctx context.Context, topics []string) (map[string]int32, bool, error) {
+	found, err := a.describe(ctx, topics)
+	if err != nil {
+		return nil, false, err
+	}
+	counts := make(map[string]int32, len(found))
+	ready := len(found) == len(topics)
+	for name, md := range found {
+		counts[name] = int32(len(md.Partitions))
+		if len(md.Partitions) == 0 {
+			ready = false
+		}
+		for _, p := range md.Partitions {
+			if !errors.Is(p.Err, sarama.ErrNoError) || p.Leader < 0 {
+				ready = false
+			}
+		}
+	}
+	return counts, ready, nil
+}
+
+// EndOffsets returns the high watermark of each partition (the offset the
+// next record will get). Nil or empty partitions means all partitions.
+func (a *Admin) EndOffsets(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error) {
+	return a.listOffsets(ctx, topic, partitions, sarama.OffsetNewest, sarama.ReadUncommitted)
+}
+
+// StableOffsets returns the last stable offset of each partition: the end
+// a read_committed consumer can read up to, below every open transaction.
+// Nil or empty partitions means all partitions.
+func (a *Admin) StableOffsets(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error) {
+	return a.listOffsets(ctx, topic, partitions, sarama.OffsetNewest, sarama.ReadCommitted)
+}
+
+// StartOffsets returns the log start offset of each partition (the oldest
+// offset still stored). Nil or empty partitions means all partitions.
+func (a *Admin) StartOffsets(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error) {
+	return a.listOffsets(ctx, topic, partitions, sarama.OffsetOldest, sarama.ReadUncommitted)
+}
+
+func (a *Admin) listOffsets(ctx context.Context, topic string, partitions []int32, query int64, iso sarama.IsolationLevel) (map[int32]int64, error) {
+	if len(partitions) == 0 {
+		counts, err := a.PartitionCounts(ctx, []string{topic})
+		if err != nil {
+			return nil, err
+		}
+		for p := range counts[topic] {
+			partitions = append(partitions, p)
+		}
+	}
+	out := make(map[int32]int64, len(partitions))
+	pending := slices.Clone(partitions)
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("kafka: list offsets of %q: %w", topic, err)
+		}
+		req := map[string]map[int32]int64{topic: {}}
+		for _, p := range pending {
+			req[topic][p] = query
+		}
+		res, err := a.admin.ListOffsets(req, &sarama.ListOffsetsOptions{IsolationLevel: iso})
+		var retry []int32
+		var lastErr error
+		for _, p := range pending {
+			r := res[topic][p]
+			switch {
+			case r == nil:
+				retry, lastErr = append(retry, p), err
+			case errors.Is(r.Err, sarama.ErrNoError) || r.Err == nil:
+				out[p] = r.Offset
+			case retriableMetadataError(r.Err):
+				retry, lastErr = append(retry, p), r.Err
+			case errors.Is(r.Err, sarama.ErrUnknownTopicOrPartition):
+				return nil, fmt.Errorf("%w: %q partition %d", ErrUnknownTopic, topic, p)
+			default:
+				return nil, &PartitionError{Topic: topic, Partition: p, Err: r.Err}
+			}
+		}
+		if len(retry) == 0 {
+			return out, nil
+		}
+		if attempt >= 10 {
+			return nil, fmt.Errorf("kafka: list offsets of %q partitions %v: %w", topic, retry, lastErr)
+		}
+		_ = a.client.RefreshMetadata(topic)
+		pending = retry
+		if err := pause(ctx, backoff(attempt)); err != nil {
+			return nil, fmt.Errorf("kafka: list offsets of %q: %w", topic, err)
+		}
+	}
+}
+
+// CommittedOffsets returns the group's committed offset of each partition,
+// -1 where the group has none (or the group does not exist). It asks for stable offsets (KIP-447): while
+// a transaction that commits offsets for the group is open, the broker
+// answers UNSTABLE_OFFSET_COMMIT and CommittedOffsets retries until ctx is
+// done.
+func (a *Admin) CommittedOffsets(ctx context.Context, group, topic string, partitions []int32) (map[int32]int64, error) {
+	if len(partitions) == 0 {
+		counts, err := a.PartitionCounts(ctx, []string{topic})
+		if err != nil {
+			return nil, err
+		}
+		for p := range counts[topic] {
+			partitions = append(partitions, p)
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		out, retry, err := a.fetchCommitted(group, topic, partitions)
+		if err == nil {
+			return out, nil
+		}
+		if !retry || attempt >= 50 {
+			return nil, err
+		}
+		if perr := pause(ctx, backoff(attempt)); perr != nil {
+			return nil, fmt.Errorf("%w (after %w)", perr, err)
+		}
+	}
+}
+
+func (a *Admin) fetchCommitted(group, topic string, partitions []int32) (map[int32]int64, bool, error) {
+	coord, err := a.client.Coordinator(group)
+	if err != nil {
+		_ = a.client.RefreshCoordinator(group)
+		return nil, true, fmt.Errorf("kafka: coordinator of group %q: %w", group, err)
+	}
+	req := sarama.NewOffsetFetchRequest(protocolVersion, group, map[string][]int32{topic: partitions})
+	req.RequireStable = req.Version >= 7
+	resp, err := coord.FetchOffset(req)
+	if err != nil {
+		_ = a.client.RefreshCoordinator(group)
+		return nil, true, fmt.Errorf("kafka: fetch offsets of group %q: %w", group, err)
+	}
+	gerr := resp.GroupError()
+	if errors.Is(gerr, sarama.ErrGroupIDNotFound) { // kfake; Kafka answers -1s
+		out := make(map[int32]int64, len(partitions))
+		for _, p := range partitions {
+			out[p] = -1
+		}
+		return out, false, nil
+	}
+	if !errors.Is(gerr, sarama.ErrNoError) {
+		return nil, retriableGroupError(gerr), fmt.Errorf("kafka: fetch offsets of group %q: %w", group, gerr)
+	}
+	out := make(map[int32]int64, len(partitions))
+	for _, p := range partitions {
+		b := resp.GetBlock(topic, p)
+		if b == nil {
+			return nil, true, &PartitionError{Topic: topic, Partition: p, Err: sarama.ErrIncompleteResponse}
+		}
+		if !errors.Is(b.Err, sarama.ErrNoError) {
+			return nil, retriableGroupError(b.Err), &PartitionError{Topic: topic, Partition: p, Err: b.Err}
+		}
+		out[p] = b.Offset
+	}
+	return out, false, nil
+}
+
+// retriableMetadataError reports errors that a metadata refresh and a retry
+// can cure.
+func retriableMetadataError(err error) bool {
+	return errors.Is(err, sarama.ErrNotLeaderForPartition) ||
+		errors.Is(err, sarama.ErrLeaderNotAvailable) ||
+		errors.Is(err, sarama.ErrReplicaNotAvailable) ||
+		errors.Is(err, sarama.ErrFencedLeaderEpoch) ||
+		errors.Is(err, sarama.ErrUnknownLeaderEpoch) ||
+		errors.Is(err, sarama.ErrOffsetNotAvailable) ||
+		errors.Is(err, sarama.ErrRequestTimedOut) ||
+		errors.Is(err, sarama.ErrNotConnected)
+}
+
+// retriableGroupError reports group coordinator errors worth a retry.
+func retriableGroupError(err error) bool {
+	return errors.Is(err, sarama.ErrNotCoordinatorForConsumer) ||
+		errors.Is(err, sarama.ErrConsumerCoordinatorNotAvailable) ||
+		errors.Is(err, sarama.ErrOffsetsLoadInProgress) ||
+		errors.Is(err, sarama.ErrUnstableOffsetCommit) ||
+		errors.Is(err, sarama.ErrRequestTimedOut)
+}
+
+// backoff is the wait before retry number attempt: 50 ms doubling to 1 s.
+func backoff(attempt int) time.Duration {
+	d := 50 * time.Millisecond << min(attempt, 5)
+	return min(d, time.Second)
+}
+
+// pause waits d or until ctx is done (then it returns ctx's error).
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

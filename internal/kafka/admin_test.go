@@ -1,0 +1,84 @@
+package kafka_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
+)
+
+func TestAdmin(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		ctx := t.Context()
+		a, err := kafka.NewAdmin(env.Config())
+		require.NoError(t, err)
+		defer a.Close()
+
+		topic := kafkatest.Topic(t)
+		kafkatest.DeleteTopicAtEnd(t, env, topic)
+		spec := kafka.TopicSpec{Name: topic, Partitions: 3, Config: map[string]string{"cleanup.policy": "compact"}}
+		require.NoError(t, a.EnsureTopics(ctx, []kafka.TopicSpec{spec}))
+		require.NoError(t, a.EnsureTopics(ctx, []kafka.TopicSpec{spec}), "existing topic, same count")
+
+		spec.Partitions = 5
+		err = a.EnsureTopics(ctx, []kafka.TopicSpec{spec})
+		require.ErrorIs(t, err, kafka.ErrPartitionMismatch)
+		require.ErrorContains(t, err, "has 3 partitions, want 5")
+
+		counts, err := a.PartitionCounts(ctx, []string{topic})
+		require.NoError(t, err)
+		require.Equal(t, map[string]int32{topic: 3}, counts)
+
+		_, err = a.PartitionCounts(ctx, []string{topic, topic + "-missing"})
+		require.ErrorIs(t, err, kafka.ErrUnknownTopic)
+		_, err = a.EndOffsets(ctx, topic+"-missing", nil)
+		require.ErrorIs(t, err, kafka.ErrUnknownTopic)
+
+		var recs []kafka.Record
+		for i := range 5 {
+			recs = append(recs, kafka.Record{Topic: topic, Partition: 1, Key: fmt.Appendf(nil, "k%d", i), Value: []byte("v")})
+		}
+		kafkatest.Produce(t, env, recs...)
+
+		ends, err := a.EndOffsets(ctx, topic, nil)
+		require.NoError(t, err)
+		require.Equal(t, map[int32]int64{0: 0, 1: 5, 2: 0}, ends)
+		stable, err := a.StableOffsets(ctx, topic, []int32{1})
+		require.NoError(t, err)
+		require.Equal(t, map[int32]int64{1: 5}, stable)
+		starts, err := a.StartOffsets(ctx, topic, nil)
+		require.NoError(t, err)
+		require.Equal(t, map[int32]int64{0: 0, 1: 0, 2: 0}, starts)
+
+		committed, err := a.CommittedOffsets(ctx, kafkatest.GroupID(t), topic, nil)
+		require.NoError(t, err)
+		require.Equal(t, map[int32]int64{0: -1, 1: -1, 2: -1}, committed)
+
+		require.NoError(t, a.Close())
+		require.NoError(t, a.Close(), "idempotent")
+	})
+}
+
+func TestAdminValidatesSpecs(t *testing.T) {
+	env := kafkatest.Kfake(t, embeddedDefaults)
+	a, err := kafka.NewAdmin(env.Config())
+	require.NoError(t, err)
+	defer a.Close()
+	for _, spec := range []kafka.TopicSpec{
+		{Name: "", Partitions: 1},
+		{Name: "x", Partitions: 0},
+		{Name: "x", Partitions: 1, ReplicationFactor: -2},
+	} {
+		require.ErrorIs(t, a.EnsureTopics(t.Context(), []kafka.TopicSpec{spec}), kafka.ErrConfig, "%+v", spec)
+	}
+}
+
+func TestNewAdminRejectsBadConfig(t *testing.T) {
+	_, err := kafka.NewAdmin(kafka.Config{})
+	require.ErrorIs(t, err, kafka.ErrConfig)
+	_, err = kafka.NewAdmin(kafka.Config{Brokers: []string{"127.0.0.1:1"}, SASL: &kafka.SASL{Mechanism: "GSSAPI", User: "u", Password: "p"}})
+	require.ErrorIs(t, err, kafka.ErrConfig)
+}

@@ -1,0 +1,215 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/IBM/sarama"
+)
+
+// maxCommitAttempts bounds the retries of one commit (about 45 s of
+// backoff), for a caller whose ctx has no deadline.
+const maxCommitAttempts = 50
+
+// committer holds a member's marked offsets and commits them synchronously.
+//
+// sarama's own Commit reports nothing to its caller: a rejected commit
+// reaches the group's Errors channel later, some errors (NOT_COORDINATOR,
+// OFFSETS_LOAD_IN_PROGRESS) are only retried at the next commit, and with
+// auto-commit off nothing flushes marks when a session ends. weir needs to
+// know whether a commit happened, so the committer sends OffsetCommit
+// itself through the group's client, with the member id and generation read
+// from the live session at every attempt. sarama's offset manager is still
+// used for the initial offsets of claims (it fetches them stable under
+// read_committed); its marks are never set, so it never commits.
+//
+// Marks exist only for partitions with a running claim: marking another
+// partition is ignored, and a partition's marks are dropped when its claim
+// ends, so that a member never commits for a partition it gave away.
+//
+// A committer is safe for concurrent use; commits are serialised, so
+// committed offsets of a partition never go backwards.
+type committer struct {
+	client     sarama.Client
+	groupID    string
+	instanceID *string
+
+	mu     sync.Mutex
+	marks  map[topicPartition]mark
+	active map[topicPartition]int
+
+	commitMu sync.Mutex
+}
+
+type mark struct {
+	offset int64
+	dirty  bool
+}
+
+func newCommitter(client sarama.Client, groupID, instanceID string) *committer {
+	c := &committer{
+		client:  client,
+		groupID: groupID,
+		marks:   make(map[topicPartition]mark),
+		active:  make(map[topicPartition]int),
+	}
+	if instanceID != "" {
+		c.instanceID = &instanceID
+	}
+	return c
+}
+
+func (c *committer) claimStarted(tp topicPartition) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.active[tp]++
+}
+
+func (c *committer) claimEnded(tp topicPartition) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.active[tp]--; c.active[tp] <= 0 {
+		delete(c.active, tp)
+		delete(c.marks, tp)
+	}
+}
+
+// mark records next as the offset to commit for tp. Lower offsets than the
+// one marked are ignored, as are partitions without a running claim.
+func (c *committer) mark(tp topicPartition, next int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.active[tp] == 0 || next < 0 {
+		return
+	}
+	if m, ok := c.marks[tp]; ok && next <= m.offset {
+		return
+	}
+	c.marks[tp] = mark{offset: next, dirty: true}
+}
+
+func (c *committer) dirty() map[topicPartition]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[topicPartition]int64)
+	for tp, m := range c.marks {
+		if m.dirty {
+			out[tp] = m.offset
+		}
+	}
+	return out
+}
+
+// committed clears the dirty flag of tp if its mark is still offset.
+func (c *committer) committed(tp topicPartition, offset int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m, ok := c.marks[tp]; ok && m.offset == offset {
+		c.marks[tp] = mark{offset: offset}
+	}
+}
+
+// commit sends every dirty mark and returns once the coordinator accepted
+// them all, or with the first error it cannot retry. Transient errors
+// (coordinator moved or loading, REBALANCE_IN_PROGRESS while the group
+// completes a rebalance, a generation that moved on under the session) are
+// retried until ctx is done (at most maxCommitAttempts times). Marks made
+// while a commit is under way are sent by a retry, or by the next commit.
+func (c *committer) commit(ctx context.Context, sess sarama.ConsumerGroupSession) error {
+	c.commitMu.Lock()
+	defer c.commitMu.Unlock()
+	for attempt := 0; ; attempt++ {
+		offsets := c.dirty()
+		if len(offsets) == 0 {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("kafka: commit: %w", err)
+		}
+		retry, err := c.try(sess, offsets)
+		if !retry {
+			return err
+		}
+		if attempt >= maxCommitAttempts {
+			return fmt.Errorf("kafka: commit: giving up after %d attempts: %w", attempt+1, err)
+		}
+		if perr := pause(ctx, backoff(attempt)); perr != nil {
+			if err == nil {
+				return fmt.Errorf("kafka: commit: %w", perr)
+			}
+			return fmt.Errorf("kafka: commit: %w (after %w)", perr, err)
+		}
+	}
+}
+
+// try sends one OffsetCommit. It reports whether a retry may succeed.
+func (c *committer) try(sess sarama.ConsumerGroupSession, offsets map[topicPartition]int64) (bool, error) {
+	memberID, generation := sess.MemberID(), sess.GenerationID()
+	req := &sarama.OffsetCommitRequest{
+		Version:                 offsetCommitVersion(),
+		ConsumerGroup:           c.groupID,
+		ConsumerID:              memberID,
+		ConsumerGroupGeneration: generation,
+		GroupInstanceId:         c.instanceID,
+	}
+	for tp, off := range offsets {
+		req.AddBlockWithLeaderEpoch(tp.topic, tp.partition, off, -1, 0, "")
+	}
+	coord, err := c.client.Coordinator(c.groupID)
+	if err != nil {
+		_ = c.client.RefreshCoordinator(c.groupID)
+		return true, fmt.Errorf("kafka: commit: coordinator of %q: %w", c.groupID, err)
+	}
+	resp, err := coord.CommitOffset(req)
+	if err != nil {
+		_ = c.client.RefreshCoordinator(c.groupID)
+		return true, fmt.Errorf("kafka: commit: %w", err)
+	}
+	var retry bool
+	var first error
+	for tp, off := range offsets {
+		kerr, ok := resp.Errors[tp.topic][tp.partition]
+		switch {
+		case !ok:
+			retry, first = true, cmpErr(first, &PartitionError{tp.topic, tp.partition, sarama.ErrIncompleteResponse})
+		case errors.Is(kerr, sarama.ErrNoError):
+			c.committed(tp, off)
+		case errors.Is(kerr, sarama.ErrNotCoordinatorForConsumer), errors.Is(kerr, sarama.ErrConsumerCoordinatorNotAvailable):
+			_ = c.client.RefreshCoordinator(c.groupID)
+			retry, first = true, cmpErr(first, &PartitionError{tp.topic, tp.partition, kerr})
+		case errors.Is(kerr, sarama.ErrRebalanceInProgress), errors.Is(kerr, sarama.ErrOffsetsLoadInProgress),
+			errors.Is(kerr, sarama.ErrRequestTimedOut):
+			retry, first = true, cmpErr(first, &PartitionError{tp.topic, tp.partition, kerr})
+		case errors.Is(kerr, sarama.ErrIllegalGeneration), errors.Is(kerr, sarama.ErrUnknownMemberId):
+			// Retry only if the session has moved on since the request;
+			// otherwise this member is out of the group.
+			moved := sess.GenerationID() != generation || sess.MemberID() != memberID
+			retry, first = retry || moved, cmpErr(first, &PartitionError{tp.topic, tp.partition, kerr})
+		default:
+			return false, &PartitionError{tp.topic, tp.partition, kerr}
+		}
+	}
+	return retry, first
+}
+
+// cmpErr keeps the first non-nil error.
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// offsetCommitVersion follows sarama's own choice for protocolVersion.
+func offsetCommitVersion() int16 {
+	switch {
+	case protocolVersion.IsAtLeast(sarama.V2_4_0_0):
+		return 8 // first flexible version
+	case protocolVersion.IsAtLeast(sarama.V2_3_0_0):
+		return 7 // group instance id
+	default:
+		return 6
+	}
+}

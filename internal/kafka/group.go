@@ -1,0 +1,414 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// ErrRunning is returned by [Group.Run] when the group is already running.
+var ErrRunning = errors.New("kafka: group already running")
+
+// GroupConfig configures a consumer group member.
+type GroupConfig struct {
+	Config
+	// GroupID is the consumer group; required.
+	GroupID string
+	// Topics to consume; required.
+	Topics []string
+	// CoPartitioned lists sets of topics whose partitions are assigned by
+	// partition number together: partition p of every topic of a set goes
+	// to one member. Each topic must be in Topics and in at most one set;
+	// the topics of a set must have the same partition count (Run checks).
+	CoPartitioned [][]string
+	// SessionTimeout (default 45 s), HeartbeatInterval (default 3 s) and
+	// RebalanceTimeout (default 60 s) are Kafka's group timeouts. The
+	// broker bounds the session timeout (group.min.session.timeout.ms,
+	// 6 s by default, on Kafka and kfake alike).
+	SessionTimeout time.Duration
+	// HeartbeatInterval: see SessionTimeout.
+	HeartbeatInterval time.Duration
+	// RebalanceTimeout: see SessionTimeout. It also bounds how long a
+	// revoked Claim may take to return.
+	RebalanceTimeout time.Duration
+	// FetchMaxWait is how long the broker may hold a fetch when there is
+	// no data (fetch.max.wait.ms); 100 ms by default. A record that arrives
+	// ends the wait at once, so this is no latency floor for data; but a
+	// broker serves one connection's requests in order, and sarama sends
+	// metadata and list-offsets requests on the fetch connection, so an
+	// idle long-poll delays them (and with them every claim start) by up
+	// to this much. Kafka's 500 ms made rebalances seconds slower.
+	FetchMaxWait time.Duration
+	// InstanceID, if set, makes the member static (KIP-345): a restart
+	// within the session timeout keeps the assignment without a rebalance.
+	InstanceID string
+	// ReadCommitted makes the member read only committed records and fetch
+	// its starting offsets stable (KIP-447).
+	ReadCommitted bool
+	// OnError receives every error of the group's life that Run does not
+	// return: fetch errors, rebalance failures, Kafka errors of claims. It
+	// is called from one goroutine, in order, never concurrently; a slow
+	// OnError delays later calls but loses nothing. If nil, errors are
+	// logged at Error level.
+	OnError func(error)
+}
+
+func (gc GroupConfig) withDefaults() GroupConfig {
+	if gc.SessionTimeout == 0 {
+		gc.SessionTimeout = 45 * time.Second
+	}
+	if gc.HeartbeatInterval == 0 {
+		gc.HeartbeatInterval = 3 * time.Second
+	}
+	if gc.RebalanceTimeout == 0 {
+		gc.RebalanceTimeout = 60 * time.Second
+	}
+	if gc.FetchMaxWait == 0 {
+		gc.FetchMaxWait = 100 * time.Millisecond
+	}
+	return gc
+}
+
+// Validate reports whether the configuration can be used (after defaults).
+// Errors wrap [ErrConfig].
+func (gc GroupConfig) Validate() error {
+	gc = gc.withDefaults()
+	if err := gc.Config.Validate(); err != nil {
+		return err
+	}
+	if gc.GroupID == "" {
+		return fmt.Errorf("%w: empty group id", ErrConfig)
+	}
+	if len(gc.Topics) == 0 {
+		return fmt.Errorf("%w: group %q: no topics", ErrConfig, gc.GroupID)
+	}
+	if gc.HeartbeatInterval <= 0 || gc.SessionTimeout <= 0 || gc.RebalanceTimeout <= 0 || gc.FetchMaxWait <= 0 {
+		return fmt.Errorf("%w: group %q: negative timeout", ErrConfig, gc.GroupID)
+	}
+	if gc.HeartbeatInterval >= gc.SessionTimeout {
+		return fmt.Errorf("%w: group %q: heartbeat interval %v not below session timeout %v",
+			ErrConfig, gc.GroupID, gc.HeartbeatInterval, gc.SessionTimeout)
+	}
+	inSet := make(map[string]bool)
+	for _, set := range gc.CoPartitioned {
+		for _, t := range set {
+			if !slices.Contains(gc.Topics, t) {
+				return fmt.Errorf("%w: group %q: co-partitioned topic %q is not consumed", ErrConfig, gc.GroupID, t)
+			}
+			if inSet[t] {
+				return fmt.Errorf("%w: group %q: topic %q is in two co-partitioned sets", ErrConfig, gc.GroupID, t)
+			}
+			inSet[t] = true
+		}
+	}
+	return nil
+}
+
+// Group is one member of a consumer group. Run drives it; a Group can run
+// again after Run returned, but not twice at once. It is safe for
+// concurrent use.
+type Group struct {
+	cfg     GroupConfig
+	running atomic.Bool
+}
+
+// NewGroup validates the configuration and returns a Group. It does not
+// connect: Run does.
+func NewGroup(cfg GroupConfig) (*Group, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	cfg.Topics = slices.Clone(cfg.Topics)
+	cfg.CoPartitioned = slices.Clone(cfg.CoPartitioned)
+	for i, set := range cfg.CoPartitioned {
+		cfg.CoPartitioned[i] = slices.Clone(set)
+	}
+	return &Group{cfg: cfg}, nil
+}
+
+// saramaConfig builds the consumer configuration of one Run.
+func (g *Group) saramaConfig(strategy sarama.BalanceStrategy) (*sarama.Config, error) {
+	sc, err := g.cfg.saramaConfig()
+	if err != nil {
+		return nil, err
+	}
+	sc.Consumer.Return.Errors = true // always: every error reaches OnError
+	sc.Consumer.Offsets.AutoCommit.Enable = false
+	sc.Consumer.Offsets.Initial = sarama.OffsetOldest
+	sc.Consumer.MaxWaitTime = g.cfg.FetchMaxWait
+	// sarama's 2 s defaults pause a partition after a fetch error, and a
+	// join after a coordinator error, for long; Java uses 100 ms.
+	sc.Consumer.Retry.Backoff = 250 * time.Millisecond
+	sc.Consumer.Group.Rebalance.Retry.Backoff = 250 * time.Millisecond
+	if g.cfg.ReadCommitted {
+		sc.Consumer.IsolationLevel = sarama.ReadCommitted
+	}
+	sc.Consumer.Group.Session.Timeout = g.cfg.SessionTimeout
+	sc.Consumer.Group.Heartbeat.Interval = g.cfg.HeartbeatInterval
+	sc.Consumer.Group.Rebalance.Timeout = g.cfg.RebalanceTimeout
+	sc.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{strategy}
+	sc.Consumer.Group.InstanceId = g.cfg.InstanceID
+	if err := sc.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return sc, nil
+}
+
+// Run joins the group and calls h.Claim for every partition assigned to
+// this member, until ctx is done or a claim fails. It then stops claims
+// (their Records close), waits for every goroutine it started, leaves the
+// group and returns.
+//
+// Run returns nil when stopped by ctx, the first error a Claim returned
+// (a *PartitionError naming the partition), or an error that retrying
+// cannot cure: unknown topics, co-partitioned topics with different
+// partition counts (wrapping [ErrPartitionMismatch]), a rejected
+// configuration, a fenced static member, missing authorisation. Other
+// errors — a failed join, a broken connection — go to OnError and Run
+// tries again.
+func (g *Group) Run(ctx context.Context, h Handler) error {
+	if h == nil {
+		return fmt.Errorf("%w: nil handler", ErrConfig)
+	}
+	if !g.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer g.running.Store(false)
+
+	sc, err := g.saramaConfig(newCopartitionStrategy(g.cfg.CoPartitioned))
+	if err != nil {
+		return err
+	}
+	client, err := newSplitClient(g.cfg.Config, sc)
+	if err != nil {
+		return err
+	}
+	defer client.close()
+	if err := checkTopics(client, g.cfg.Topics, g.cfg.CoPartitioned); err != nil {
+		return err
+	}
+	cg, err := sarama.NewConsumerGroupFromClient(g.cfg.GroupID, client)
+	if err != nil {
+		return fmt.Errorf("kafka: group %q: %w", g.cfg.GroupID, err)
+	}
+
+	consumeCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	rs := &runState{
+		cfg:       g.cfg,
+		log:       g.cfg.logger(),
+		client:    client,
+		committer: newCommitter(client, g.cfg.GroupID, g.cfg.InstanceID),
+		hardCtx:   context.WithoutCancel(ctx),
+		stop:      stop,
+		errs:      newErrorQueue(g.cfg.OnError, g.cfg.logger()),
+	}
+	var dispatcher, pump sync.WaitGroup
+	dispatcher.Go(rs.errs.run)
+	pump.Go(func() {
+		for err := range cg.Errors() {
+			rs.report(wrapConsumerError(g.cfg.GroupID, err))
+		}
+	})
+
+	rs.consume(consumeCtx, cg, &groupHandler{run: rs, h: h})
+
+	// Every claim has returned. Leave the group (Close also closes Errors;
+	// the few errors it drains itself come back as its result).
+	if err := cg.Close(); err != nil {
+		rs.report(wrapConsumerError(g.cfg.GroupID, err))
+	}
+	pump.Wait()
+	rs.errs.close()
+	dispatcher.Wait()
+	return rs.result()
+}
+
+// consume calls sarama's Consume until ctx is done or the run failed.
+func (rs *runState) consume(ctx context.Context, cg sarama.ConsumerGroup, gh *groupHandler) {
+	quick := 0
+	for {
+		start := time.Now()
+		err := cg.Consume(ctx, rs.cfg.Topics, gh)
+		if ctx.Err() != nil || errors.Is(err, sarama.ErrClosedConsumerGroup) {
+			return
+		}
+		if err != nil {
+			werr := wrapConsumerError(rs.cfg.GroupID, err)
+			if fatalGroupError(err) {
+				rs.fail(werr)
+				return
+			}
+			rs.report(werr)
+		}
+		// A session that ends at once (an error, or a handler returning
+		// early) must not turn into a tight join loop.
+		if err != nil || time.Since(start) < time.Second {
+			quick++
+		} else {
+			quick = 0
+		}
+		if quick > 0 && pause(ctx, backoff(quick+2)) != nil {
+			return
+		}
+	}
+}
+
+// fatalGroupError reports errors that a new join cannot cure.
+func fatalGroupError(err error) bool {
+	var ce sarama.ConfigurationError
+	if errors.As(err, &ce) {
+		return true
+	}
+	for _, k := range []sarama.KError{
+		sarama.ErrInvalidSessionTimeout, sarama.ErrFencedInstancedId, sarama.ErrGroupAuthorizationFailed,
+		sarama.ErrTopicAuthorizationFailed, sarama.ErrInconsistentGroupProtocol, sarama.ErrInvalidGroupId,
+		sarama.ErrGroupMaxSizeReached, sarama.ErrSASLAuthenticationFailed, sarama.ErrUnsupportedVersion,
+	} {
+		if errors.Is(err, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkTopics verifies that every topic exists and that co-partitioned
+// topics have the same partition count.
+//
+// It asks one broker directly: the client's RefreshMetadata retries an
+// unknown topic Metadata.Retry.Max times before it fails.
+func checkTopics(client sarama.Client, topics []string, sets [][]string) error {
+	b := client.LeastLoadedBroker()
+	if b == nil {
+		return fmt.Errorf("kafka: metadata of %v: %w", topics, sarama.ErrOutOfBrokers)
+	}
+	_ = b.Open(client.Config()) // ErrAlreadyConnected when it is, as usual
+	resp, err := b.GetMetadata(sarama.NewMetadataRequest(protocolVersion, topics))
+	if err != nil {
+		return fmt.Errorf("kafka: metadata of %v: %w", topics, err)
+	}
+	counts := make(map[string]int, len(topics))
+	for _, md := range resp.Topics {
+		switch {
+		case errors.Is(md.Err, sarama.ErrNoError), errors.Is(md.Err, sarama.ErrLeaderNotAvailable):
+			counts[md.Name] = len(md.Partitions)
+		case errors.Is(md.Err, sarama.ErrUnknownTopicOrPartition):
+		default:
+			return fmt.Errorf("kafka: metadata of %q: %w", md.Name, md.Err)
+		}
+	}
+	for _, t := range topics {
+		if counts[t] == 0 {
+			return fmt.Errorf("%w: %q", ErrUnknownTopic, t)
+		}
+	}
+	for _, set := range sets {
+		for _, t := range set[min(1, len(set)):] {
+			if counts[t] != counts[set[0]] {
+				return fmt.Errorf("%w: co-partitioned topics %q (%d partitions) and %q (%d partitions)",
+					ErrPartitionMismatch, set[0], counts[set[0]], t, counts[t])
+			}
+		}
+	}
+	return nil
+}
+
+// runState is what one Run shares with its handler and claims.
+type runState struct {
+	cfg       GroupConfig
+	log       *slog.Logger
+	client    sarama.Client
+	committer *committer
+	hardCtx   context.Context // parent of claim contexts; not cancelled by Run's ctx
+	stop      context.CancelCauseFunc
+	errs      *errorQueue
+
+	mu       sync.Mutex
+	firstErr error
+}
+
+// report hands err to OnError.
+func (rs *runState) report(err error) { rs.errs.push(err) }
+
+// fail records the error Run returns and stops the group.
+func (rs *runState) fail(err error) {
+	rs.mu.Lock()
+	first := rs.firstErr == nil
+	if first {
+		rs.firstErr = err
+	}
+	rs.mu.Unlock()
+	if !first {
+		rs.report(err) // Run returns only one; the others are not lost
+	}
+	rs.stop(err)
+}
+
+func (rs *runState) result() error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.firstErr
+}
+
+// splitClient is the sarama.Client a consumer group runs on: fetches and
+// metadata use the embedded client's connections, group coordination
+// (JoinGroup, SyncGroup, Heartbeat, OffsetFetch, OffsetCommit, LeaveGroup)
+// the coord client's.
+//
+// A Kafka broker (kfake too) handles the requests of one connection one at
+// a time, in order, and sarama keeps one connection per broker. With one
+// client, a commit waits behind a fetch long-poll (Consumer.MaxWaitTime),
+// and fetching for the partitions a member keeps stalls behind a JoinGroup
+// that lasts the whole rebalance — which defeats the cooperative protocol.
+// sarama reaches the coordinator only through Client.Coordinator and
+// Client.RefreshCoordinator, so overriding those two moves all group
+// traffic to connections of its own (as the Java client does).
+type splitClient struct {
+	sarama.Client
+	coord sarama.Client
+}
+
+func newSplitClient(cfg Config, sc *sarama.Config) (*splitClient, error) {
+	fetch, err := newClient(cfg.Brokers, sc)
+	if err != nil {
+		return nil, err
+	}
+	csc, err := cfg.saramaConfig() // a config (and metric registry) of its own
+	if err == nil {
+		csc.Consumer.Group = sc.Consumer.Group
+		csc.Consumer.IsolationLevel = sc.Consumer.IsolationLevel
+		csc.Consumer.Offsets = sc.Consumer.Offsets
+	}
+	var coord sarama.Client
+	if err == nil {
+		coord, err = newClient(cfg.Brokers, csc)
+	}
+	if err != nil {
+		_ = fetch.Close()
+		return nil, err
+	}
+	return &splitClient{Client: fetch, coord: coord}, nil
+}
+
+// Coordinator implements sarama.Client with the coord client.
+func (s *splitClient) Coordinator(group string) (*sarama.Broker, error) {
+	return s.coord.Coordinator(group)
+}
+
+// RefreshCoordinator implements sarama.Client with the coord client.
+func (s *splitClient) RefreshCoordinator(group string) error {
+	return s.coord.RefreshCoordinator(group)
+}
+
+func (s *splitClient) close() {
+	_ = s.coord.Close()
+	_ = s.Client.Close()
+}

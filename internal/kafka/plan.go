@@ -1,0 +1,267 @@
+package kafka
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+)
+
+// This file is the assignor's pure core: no sarama, no I/O. balance.go
+// adapts it to sarama's BalanceStrategy.
+//
+// A task is one partition number of one co-partitioned set of topics (a
+// topic in no set is a set of its own). Tasks, not partitions, are what the
+// assignor distributes, so partition p of every topic of a set always lands
+// on one member. The plan is
+//
+//  1. sticky: a task stays with its current owner if that owner can take
+//     it (subscribes to all the set's topics);
+//  2. complete: every other task goes to the least loaded eligible member;
+//  3. balanced: tasks move from the most to the least loaded members until
+//     loads differ by at most one (exactly, when subscriptions agree);
+//  4. cooperative (KIP-429): a task moving away from a member that still
+//     owns part of it is withheld from its new owner for this round. The
+//     old owner sees it missing from its assignment, revokes it and rejoins
+//     at once (sarama does this), and the next round hands the task over.
+//     Nothing is ever owned by two members, and a task is never split.
+
+// planMember is what the assignor knows of one member.
+type planMember struct {
+	// topics the member subscribes to.
+	topics []string
+	// owned are the partitions the member holds now, by topic, as it
+	// reported them in its subscription (cooperative protocol).
+	owned map[string][]int32
+	// generation of that ownership, -1 if unknown. When two members claim
+	// a partition, the higher generation wins.
+	generation int32
+}
+
+// planTask is partition number partition of set set.
+type planTask struct {
+	set       int
+	partition int32
+}
+
+func (a planTask) compare(b planTask) int {
+	if c := cmp.Compare(a.set, b.set); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.partition, b.partition)
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// computePlan assigns the partitions of topics (topic -> partition ids) to
+// the members, keeping the partitions of each co-partitioned set together.
+// It returns member -> topic -> sorted partitions; members with nothing
+// are absent. It is deterministic: the same input gives the same plan.
+func computePlan(copartitioned [][]string, members map[string]planMember, topics map[string][]int32) map[string]map[string][]int32 {
+	ids := sortedKeys(members)
+	plan := make(map[string]map[string][]int32)
+	if len(ids) == 0 {
+		return plan
+	}
+	subscribed := make(map[string]map[string]bool, len(ids))
+	for _, id := range ids {
+		subscribed[id] = make(map[string]bool)
+		for _, t := range members[id].topics {
+			subscribed[id][t] = true
+		}
+	}
+	eligibleFor := func(set []string) []string {
+		var out []string
+		for _, id := range ids {
+			if !slices.ContainsFunc(set, func(t string) bool { return !subscribed[id][t] }) {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+
+	// The sets, restricted to existing topics. A set no member can take
+	// whole (subscriptions differ, say mid-deploy) falls apart into its
+	// topics rather than going unassigned.
+	var sets [][]string
+	var eligible [][]string
+	inSet := make(map[string]bool)
+	addSet := func(set []string) {
+		if e := eligibleFor(set); len(e) > 0 || len(set) == 1 {
+			sets, eligible = append(sets, set), append(eligible, e)
+			return
+		}
+		for _, t := range set {
+			sets, eligible = append(sets, []string{t}), append(eligible, eligibleFor([]string{t}))
+		}
+	}
+	for _, cs := range copartitioned {
+		var set []string
+		for _, t := range cs {
+			if _, ok := topics[t]; ok && !inSet[t] {
+				set = append(set, t)
+				inSet[t] = true
+			}
+		}
+		if len(set) > 0 {
+			slices.Sort(set)
+			addSet(set)
+		}
+	}
+	for _, t := range sortedKeys(topics) {
+		if !inSet[t] {
+			addSet([]string{t})
+		}
+	}
+
+	// The tasks of each set and the topics having each partition number.
+	var tasks []planTask
+	parts := make(map[planTask][]topicPartition)
+	for si, set := range sets {
+		for _, t := range set {
+			for _, p := range topics[t] {
+				k := planTask{si, p}
+				if parts[k] == nil {
+					tasks = append(tasks, k)
+				}
+				parts[k] = append(parts[k], topicPartition{t, p})
+			}
+		}
+	}
+	slices.SortFunc(tasks, planTask.compare)
+	taskOf := make(map[topicPartition]planTask)
+	for k, tps := range parts {
+		for _, tp := range tps {
+			taskOf[tp] = k
+		}
+	}
+
+	// Current ownership. claimants keeps every claim (for withholding);
+	// owner resolves conflicts by generation, then member id.
+	claimants := make(map[topicPartition][]string)
+	owner := make(map[topicPartition]string)
+	for _, id := range ids {
+		for t, ps := range members[id].owned {
+			for _, p := range ps {
+				tp := topicPartition{t, p}
+				if _, ok := taskOf[tp]; !ok || slices.Contains(claimants[tp], id) {
+					continue
+				}
+				claimants[tp] = append(claimants[tp], id)
+				if cur, ok := owner[tp]; !ok || members[id].generation > members[cur].generation {
+					owner[tp] = id
+				}
+			}
+		}
+	}
+	prevOwner := make(map[planTask]string)
+	for _, k := range tasks {
+		count := make(map[string]int)
+		for _, tp := range parts[k] {
+			if id, ok := owner[tp]; ok {
+				count[id]++
+			}
+		}
+		best := ""
+		for _, id := range sortedKeys(count) {
+			if best == "" || count[id] > count[best] ||
+				(count[id] == count[best] && members[id].generation > members[best].generation) {
+				best = id
+			}
+		}
+		if best != "" && slices.Contains(eligible[k.set], best) {
+			prevOwner[k] = best
+		}
+	}
+
+	assigned := assignTasks(ids, tasks, eligible, prevOwner)
+
+	for _, k := range tasks {
+		to, ok := assigned[k]
+		if !ok {
+			continue
+		}
+		// Withhold what another member still owns, and with it the rest of
+		// the task that to does not hold yet, so that the task is never
+		// split between two members.
+		contested := slices.ContainsFunc(parts[k], func(tp topicPartition) bool {
+			return slices.ContainsFunc(claimants[tp], func(id string) bool { return id != to })
+		})
+		for _, tp := range parts[k] {
+			if contested && !slices.Contains(claimants[tp], to) {
+				continue
+			}
+			if plan[to] == nil {
+				plan[to] = make(map[string][]int32)
+			}
+			plan[to][tp.topic] = append(plan[to][tp.topic], tp.partition)
+		}
+	}
+	for _, byTopic := range plan {
+		for _, ps := range byTopic {
+			slices.Sort(ps)
+		}
+	}
+	return plan
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[K interface{ ~string | ~int32 }, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// assignTasks maps each task to a member: sticky first, then least loaded,
+// then moves from the most to the least loaded member while their loads
+// differ by more than one and a task of the first may go to the second.
+// Every move lowers the sum of squared loads, so the loop ends.
+func assignTasks(ids []string, tasks []planTask, eligible [][]string, prevOwner map[planTask]string) map[planTask]string {
+	assigned := make(map[planTask]string, len(tasks))
+	load := make(map[string]int, len(ids))
+	for _, k := range tasks {
+		if id, ok := prevOwner[k]; ok {
+			assigned[k] = id
+			load[id]++
+		}
+	}
+	for _, k := range tasks {
+		if _, ok := assigned[k]; ok || len(eligible[k.set]) == 0 {
+			continue
+		}
+		best := slices.MinFunc(eligible[k.set], func(a, b string) int {
+			return cmp.Or(cmp.Compare(load[a], load[b]), cmp.Compare(a, b))
+		})
+		assigned[k] = best
+		load[best]++
+	}
+
+	byLoad := slices.Clone(ids)
+	for moved := true; moved; {
+		moved = false
+		slices.SortStableFunc(byLoad, func(a, b string) int {
+			return cmp.Or(cmp.Compare(load[b], load[a]), cmp.Compare(a, b))
+		})
+	search:
+		for _, from := range byLoad {
+			for i := len(byLoad) - 1; i >= 0; i-- {
+				to := byLoad[i]
+				if load[from]-load[to] <= 1 {
+					break
+				}
+				// The highest task of from that to may take.
+				for j := len(tasks) - 1; j >= 0; j-- {
+					k := tasks[j]
+					if assigned[k] == from && slices.Contains(eligible[k.set], to) {
+						assigned[k] = to
+						load[from]--
+						load[to]++
+						moved = true
+						break search
+					}
+				}
+			}
+		}
+	}
+	return assigned
+}

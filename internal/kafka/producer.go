@@ -1,0 +1,253 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// Producer is the at-least-once sink: an idempotent producer (acks=all, one
+// request in flight per connection, so retries neither duplicate nor
+// reorder) that tracks the delivery of every record it was given.
+//
+// Records are sent asynchronously. [Producer.Flush] waits until every
+// record sent before it is acknowledged and returns the first delivery error
+// since the previous Flush; [Producer.Close] returns the errors no Flush
+// reported. No delivery error is dropped: the first one is returned, the
+// count of the others is added to its message, and every one is logged.
+//
+// A Producer is safe for concurrent use.
+type Producer struct {
+	log *slog.Logger
+	ap  sarama.AsyncProducer
+
+	// mu orders Send against Close: sarama panics on a send to the input
+	// channel once it is shut down.
+	mu      sync.RWMutex
+	closed  bool
+	closing chan struct{}
+	once    sync.Once
+	drained sync.WaitGroup
+
+	t deliveries
+}
+
+// NewProducer connects a Producer.
+func NewProducer(cfg Config) (*Producer, error) {
+	sc, err := cfg.saramaConfig()
+	if err != nil {
+		return nil, err
+	}
+	sc.Producer.Idempotent = true
+	sc.Producer.RequiredAcks = sarama.WaitForAll
+	sc.Net.MaxOpenRequests = 1
+	sc.Producer.Retry.Max = 10
+	sc.Producer.Retry.Backoff = 100 * time.Millisecond
+	sc.Producer.Return.Successes = true
+	sc.Producer.Return.Errors = true
+	sc.Producer.Partitioner = newKeyPartitioner
+	if err := sc.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	ap, err := sarama.NewAsyncProducer(cfg.Brokers, sc)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: new producer: %w", err)
+	}
+	p := &Producer{
+		log:     cfg.logger(),
+		ap:      ap,
+		closing: make(chan struct{}),
+	}
+	p.t.init()
+	p.drained.Add(2)
+	go p.drainSuccesses()
+	go p.drainErrors()
+	return p, nil
+}
+
+// Send hands r to the producer. It blocks only while the producer's buffers
+// are full, and returns an error if ctx is done first (r is then not sent),
+// if r has no topic, or if the producer is closed. A nil error means r is
+// on its way, not that it was delivered: see [Producer.Flush].
+func (p *Producer) Send(ctx context.Context, r Record) error {
+	if r.Topic == "" {
+		return fmt.Errorf("%w: record without topic", ErrConfig)
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return fmt.Errorf("kafka: send: %w", ErrClosed)
+	}
+	msg := messageFromRecord(r)
+	seq := p.t.register()
+	msg.Metadata = seq
+	select {
+	case p.ap.Input() <- msg:
+		return nil
+	case <-ctx.Done():
+		p.t.complete(seq, nil)
+		return fmt.Errorf("kafka: send to %q: %w", r.Topic, ctx.Err())
+	case <-p.closing:
+		p.t.complete(seq, nil)
+		return fmt.Errorf("kafka: send: %w", ErrClosed)
+	}
+}
+
+// Flush waits until every record sent before the call is acknowledged or
+// has failed, then returns the first delivery error since the previous
+// Flush (nil if none), as a *PartitionError naming the partition. If ctx is
+// done first it returns ctx's error and keeps any delivery error for the
+// next Flush.
+func (p *Producer) Flush(ctx context.Context) error {
+	done := p.t.waitFor()
+	select {
+	case <-done:
+		return p.t.takeErr()
+	case <-ctx.Done():
+		return fmt.Errorf("kafka: flush: %w", ctx.Err())
+	}
+}
+
+// Close sends what is buffered, waits for the outcome of every record and
+// releases the connections. It returns the delivery errors no Flush
+// reported. Close is idempotent; later calls return nil.
+func (p *Producer) Close() error {
+	var err error
+	p.once.Do(func() {
+		close(p.closing)
+		p.mu.Lock()
+		p.closed = true
+		p.mu.Unlock()
+		p.ap.AsyncClose()
+		p.drained.Wait()
+		err = p.t.takeErr()
+	})
+	if err != nil {
+		return fmt.Errorf("kafka: close producer: %w", err)
+	}
+	return nil
+}
+
+func (p *Producer) drainSuccesses() {
+	defer p.drained.Done()
+	for msg := range p.ap.Successes() {
+		seq, _ := msg.Metadata.(uint64)
+		p.t.complete(seq, nil)
+	}
+}
+
+func (p *Producer) drainErrors() {
+	defer p.drained.Done()
+	for pe := range p.ap.Errors() {
+		if pe == nil {
+			continue
+		}
+		var err error
+		seq := uint64(0)
+		if pe.Msg != nil {
+			seq, _ = pe.Msg.Metadata.(uint64)
+			err = &PartitionError{Topic: pe.Msg.Topic, Partition: pe.Msg.Partition, Err: pe.Err}
+		} else {
+			err = fmt.Errorf("kafka: produce: %w", pe.Err)
+		}
+		p.log.Warn("kafka: delivery failed", "err", err)
+		p.t.complete(seq, err)
+	}
+}
+
+// deliveries tracks records by sequence number. Sequence numbers start at
+// 1 (0 marks a message without one); every one below base is complete.
+// Acknowledgements of different partitions arrive out of order, so the
+// completed ones at or above base wait in done until base reaches them.
+type deliveries struct {
+	mu      sync.Mutex
+	next    uint64 // sequence number of the next record
+	base    uint64 // every record below base is complete
+	done    map[uint64]struct{}
+	waiters []waiter
+
+	firstErr error
+	moreErrs int
+}
+
+type waiter struct {
+	target uint64 // satisfied once base >= target
+	ch     chan struct{}
+}
+
+func (d *deliveries) init() {
+	d.next, d.base = 1, 1
+	d.done = make(map[uint64]struct{})
+}
+
+func (d *deliveries) register() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	seq := d.next
+	d.next++
+	return seq
+}
+
+// complete records the outcome of record seq.
+func (d *deliveries) complete(seq uint64, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		if d.firstErr == nil {
+			d.firstErr = err
+		} else {
+			d.moreErrs++
+		}
+	}
+	if seq == 0 || seq < d.base {
+		return
+	}
+	d.done[seq] = struct{}{}
+	for {
+		if _, ok := d.done[d.base]; !ok {
+			break
+		}
+		delete(d.done, d.base)
+		d.base++
+	}
+	kept := d.waiters[:0]
+	for _, w := range d.waiters {
+		if d.base >= w.target {
+			close(w.ch)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(d.waiters[len(kept):])
+	d.waiters = kept
+}
+
+// waitFor returns a channel closed once every record registered so far is
+// complete.
+func (d *deliveries) waitFor() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ch := make(chan struct{})
+	if d.base >= d.next {
+		close(ch)
+		return ch
+	}
+	d.waiters = append(d.waiters, waiter{target: d.next, ch: ch})
+	return ch
+}
+
+// takeErr returns and clears the first error recorded since the last call.
+func (d *deliveries) takeErr() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	err, more := d.firstErr, d.moreErrs
+	d.firstErr, d.moreErrs = nil, 0
+	if err != nil && more > 0 {
+		return fmt.Errorf("%w (and %d more delivery errors)", err, more)
+	}
+	return err
+}

@@ -1,0 +1,126 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// PartitionByKey as [Record].Partition asks the producer to choose the
+// partition from the key the way Kafka's Java client does (see
+// [PartitionForKey]); a record with a nil key then goes round robin.
+const PartitionByKey int32 = -1
+
+// Header is one record header. Keys need not be unique.
+type Header struct {
+	// Key of the header.
+	Key string
+	// Value of the header; nil is a null value.
+	Value []byte
+}
+
+// Record is one Kafka record as weir sees it, consumed or to be produced.
+//
+// When producing, Offset is ignored, a zero Timestamp lets the producer
+// stamp the record, and Partition selects the partition: a value >= 0 is
+// used as is, [PartitionByKey] (any negative value) partitions by key. A nil
+// Key is Kafka's null key, distinct from an empty one.
+//
+// A Record is a plain value; the byte slices are shared, not copied.
+type Record struct {
+	// Topic of the record.
+	Topic string
+	// Partition of the record; see above when producing.
+	Partition int32
+	// Offset of the record in its partition.
+	Offset int64
+	// Key; nil is a null key.
+	Key []byte
+	// Value; nil is a null value (a tombstone in a compacted topic).
+	Value []byte
+	// Headers in order.
+	Headers []Header
+	// Timestamp of the record (create or log-append time).
+	Timestamp time.Time
+}
+
+// PartitionError is an error tied to one topic partition: a failed
+// delivery, a failed fetch, a rejected offset commit. Err is the cause —
+// for broker errors a sarama.KError, so that errors.Is(err, sarama.ErrX)
+// classifies it.
+type PartitionError struct {
+	// Topic of the partition.
+	Topic string
+	// Partition number.
+	Partition int32
+	// Err is the cause.
+	Err error
+}
+
+// Error implements error.
+func (e *PartitionError) Error() string {
+	return fmt.Sprintf("kafka: %s/%d: %v", e.Topic, e.Partition, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *PartitionError) Unwrap() error { return e.Err }
+
+// recordFromMessage converts a consumed sarama message.
+func recordFromMessage(m *sarama.ConsumerMessage) Record {
+	r := Record{
+		Topic:     m.Topic,
+		Partition: m.Partition,
+		Offset:    m.Offset,
+		Key:       m.Key,
+		Value:     m.Value,
+		Timestamp: m.Timestamp,
+	}
+	if len(m.Headers) > 0 {
+		r.Headers = make([]Header, 0, len(m.Headers))
+		for _, h := range m.Headers {
+			if h == nil {
+				continue
+			}
+			r.Headers = append(r.Headers, Header{Key: string(h.Key), Value: h.Value})
+		}
+	}
+	return r
+}
+
+// messageFromRecord builds the sarama message for a record to produce. The
+// partition is left for [keyPartitioner] to read.
+func messageFromRecord(r Record) *sarama.ProducerMessage {
+	m := &sarama.ProducerMessage{
+		Topic:     r.Topic,
+		Partition: r.Partition,
+		Timestamp: r.Timestamp,
+	}
+	if m.Partition < 0 {
+		m.Partition = PartitionByKey
+	}
+	if r.Key != nil {
+		m.Key = sarama.ByteEncoder(r.Key)
+	}
+	if r.Value != nil {
+		m.Value = sarama.ByteEncoder(r.Value)
+	}
+	if len(r.Headers) > 0 {
+		m.Headers = make([]sarama.RecordHeader, len(r.Headers))
+		for i, h := range r.Headers {
+			m.Headers[i] = sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value}
+		}
+	}
+	return m
+}
+
+// wrapConsumerError turns an error from sarama's consumer group into a weir
+// error: per-partition errors become *PartitionError, the rest are prefixed.
+func wrapConsumerError(groupID string, err error) error {
+	var ce *sarama.ConsumerError
+	if errors.As(err, &ce) {
+		return &PartitionError{Topic: ce.Topic, Partition: ce.Partition, Err: ce.Err}
+	}
+	return fmt.Errorf("kafka: group %q: %w", groupID, err)
+}

@@ -1,0 +1,182 @@
+// Package kafkatest runs integration tests against Kafka: always on an
+// in-process kfake broker (package embedded), and again on a real cluster
+// when the KAFKA_BROKERS environment variable names one (comma-separated
+// host:port list), so that `go test ./...` needs no broker and CI checks
+// both.
+//
+// Its helpers talk to Kafka through franz-go's kgo, not through weir's
+// sarama adapter, so that a verifier does not share the bugs of the code
+// it verifies.
+//
+// # Usage
+//
+//	func TestSomething(t *testing.T) {
+//		kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+//			topic := kafkatest.Topic(t)
+//			kafkatest.CreateTopic(t, env, topic, 4)
+//			kafkatest.Produce(t, env, kafka.Record{Topic: topic, Partition: kafka.PartitionByKey, Key: k, Value: v})
+//			got := kafkatest.ReadCommitted(t, env, topic)
+//			...
+//		})
+//	}
+//
+// Faults are for kfake only: env.Cluster() is nil on a real cluster, and
+// env.RequireKfake(t) skips a subtest there.
+//
+// The real cluster is shared by every test and every run: use [Topic] and
+// [GroupID] for names.
+package kafkatest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/embedded"
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/kafkatest/kfakehook"
+)
+
+// EnvBrokers is the environment variable naming a real cluster.
+const EnvBrokers = "KAFKA_BROKERS"
+
+// Timeout bounds every helper's work with the broker.
+const Timeout = 30 * time.Second
+
+// Env is the broker a subtest runs against.
+type Env struct {
+	// Name is "kfake" or "kafka", the subtest's name.
+	Name string
+	// Brokers are the bootstrap addresses.
+	Brokers []string
+
+	broker *embedded.Broker // nil on a real cluster
+}
+
+// Config returns a weir client configuration for the environment.
+func (e *Env) Config() kafka.Config {
+	return kafka.Config{Brokers: e.Brokers, ClientID: "weir-test"}
+}
+
+// Cluster returns the kfake cluster for fault injection (Fault,
+// ControlKey, SleepControl), or nil on a real cluster.
+func (e *Env) Cluster() *kfake.Cluster {
+	if e.broker == nil {
+		return nil
+	}
+	return kfakehook.Cluster(e.broker)
+}
+
+// Close stops the in-process broker now rather than when the test ends
+// (to restart one on the same DataDir, say). It does nothing on a real
+// cluster and is idempotent.
+func (e *Env) Close() {
+	if e.broker != nil {
+		_ = e.broker.Close()
+	}
+}
+
+// IsKfake reports whether the environment is the in-process broker.
+func (e *Env) IsKfake() bool { return e.broker != nil }
+
+// RequireKfake skips the test on a real cluster.
+func (e *Env) RequireKfake(t testing.TB) {
+	t.Helper()
+	if !e.IsKfake() {
+		t.Skip("needs kfake fault injection")
+	}
+}
+
+// KfakeOptions returns the options of the broker Run starts: defaults, but
+// the 1 s minimum session timeout of the CI broker (scripts/kafka), so that
+// a test's timeouts are accepted by both.
+func KfakeOptions() embedded.Options {
+	return embedded.Options{GroupMinSessionTimeout: time.Second}
+}
+
+// Run runs fn as subtest "kfake" on a fresh in-process broker, and as
+// subtest "kafka" on the cluster named by KAFKA_BROKERS when it is set.
+func Run(t *testing.T, fn func(t *testing.T, env *Env)) {
+	t.Helper()
+	t.Run("kfake", func(t *testing.T) {
+		fn(t, Kfake(t, KfakeOptions()))
+	})
+	if brokers := RealBrokers(); len(brokers) > 0 {
+		t.Run("kafka", func(t *testing.T) {
+			fn(t, &Env{Name: "kafka", Brokers: brokers})
+		})
+	}
+}
+
+// Kfake starts an in-process broker with opts for the test and closes it
+// when the test ends.
+func Kfake(t testing.TB, opts embedded.Options) *Env {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	b, err := embedded.Start(ctx, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	return &Env{Name: "kfake", Brokers: b.Addrs(), broker: b}
+}
+
+// RealBrokers returns the addresses in KAFKA_BROKERS, nil if unset.
+func RealBrokers() []string {
+	var out []string
+	for b := range strings.SplitSeq(os.Getenv(EnvBrokers), ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
+
+// Topic returns a topic name unique to this test and run:
+// "weir-<test name>-<random>", at most 200 characters.
+func Topic(t testing.TB) string { return uniqueName(t, "weir") }
+
+// GroupID returns a consumer group id unique to this test and run.
+func GroupID(t testing.TB) string { return uniqueName(t, "weir-group") }
+
+func uniqueName(t testing.TB, prefix string) string {
+	name := strings.Trim(unsafeName.ReplaceAllString(t.Name(), "_"), "_")
+	if len(name) > 150 {
+		name = name[len(name)-150:]
+	}
+	suffix := make([]byte, 6)
+	_, _ = rand.Read(suffix)
+	return prefix + "-" + name + "-" + hex.EncodeToString(suffix)
+}
+
+// client returns a kgo client for env; the caller closes it (at once, not
+// at the test's end: closing a client whose broker is gone takes a while).
+func client(t testing.TB, env *Env, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(env.Brokers...),
+		kgo.ClientID("weir-kafkatest"),
+		// kgo waits MetadataMinAge (5 s) before reloading metadata it
+		// found lacking, e.g. a topic created a moment ago elsewhere.
+		kgo.MetadataMinAge(50 * time.Millisecond),
+	}, opts...)...)
+	require.NoError(t, err)
+	return cl
+}
+
+// ctx returns a context bounded by Timeout and by the test's end.
+func ctx(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(t.Context(), Timeout)
+	t.Cleanup(cancel)
+	return c
+}

@@ -1,0 +1,159 @@
+package kafkatest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weirstream/weir/internal/kafka"
+)
+
+// CreateTopic creates a topic with the broker's default replication factor
+// and waits until every partition has a leader. On a real cluster the topic
+// is deleted when the test ends.
+func CreateTopic(t testing.TB, env *Env, name string, partitions int32, configs ...map[string]string) {
+	t.Helper()
+	cl := client(t, env)
+	defer cl.Close()
+	ctx := ctx(t)
+
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(Timeout / time.Millisecond)
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic = name
+	rt.NumPartitions = partitions
+	rt.ReplicationFactor = -1
+	for _, cfg := range configs {
+		for k, v := range cfg {
+			c := kmsg.NewCreateTopicsRequestTopicConfig()
+			c.Name, c.Value = k, kmsg.StringPtr(v)
+			rt.Configs = append(rt.Configs, c)
+		}
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	require.NoError(t, err, "create topic %q", name)
+	require.Len(t, resp.Topics, 1)
+	require.NoError(t, kerr.ErrorForCode(resp.Topics[0].ErrorCode), "create topic %q", name)
+	DeleteTopicAtEnd(t, env, name)
+
+	require.Eventually(t, func() bool {
+		md := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(name)
+		md.Topics = append(md.Topics, mt)
+		mresp, err := md.RequestWith(ctx, cl)
+		if err != nil || len(mresp.Topics) != 1 || mresp.Topics[0].ErrorCode != 0 ||
+			len(mresp.Topics[0].Partitions) != int(partitions) {
+			return false
+		}
+		for _, p := range mresp.Topics[0].Partitions {
+			if p.ErrorCode != 0 || p.Leader < 0 {
+				return false
+			}
+		}
+		return true
+	}, Timeout, 20*time.Millisecond, "topic %q has no leaders", name)
+}
+
+// DeleteTopicAtEnd deletes the topic when the test ends, on a real
+// cluster (which every run shares); a kfake broker dies with the test.
+func DeleteTopicAtEnd(t testing.TB, env *Env, name string) {
+	if !env.IsKfake() {
+		t.Cleanup(func() { deleteTopic(env, name) })
+	}
+}
+
+func deleteTopic(env *Env, name string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...))
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.TopicNames = []string{name}
+	rt := kmsg.NewDeleteTopicsRequestTopic()
+	rt.Topic = kmsg.StringPtr(name)
+	req.Topics = append(req.Topics, rt)
+	_, _ = req.RequestWith(ctx, cl)
+}
+
+// Produce writes records synchronously (idempotent, acks=all) and returns
+// them with their partitions and offsets. A record's Partition >= 0 is
+// used as is; kafka.PartitionByKey hashes the key with kgo's Kafka
+// (murmur2) partitioner — independently of weir's own.
+func Produce(t testing.TB, env *Env, records ...kafka.Record) []kafka.Record {
+	t.Helper()
+	cl := client(t, env, kgo.RecordPartitioner(mixedPartitioner{}), kgo.ProducerLinger(0))
+	defer cl.Close()
+	krs := make([]*kgo.Record, len(records))
+	for i, r := range records {
+		kr := &kgo.Record{
+			Topic:     r.Topic,
+			Partition: r.Partition,
+			Key:       r.Key,
+			Value:     r.Value,
+			Timestamp: r.Timestamp,
+		}
+		for _, h := range r.Headers {
+			kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+		}
+		krs[i] = kr
+	}
+	res := cl.ProduceSync(ctx(t), krs...)
+	require.NoError(t, res.FirstErr(), "produce")
+	out := make([]kafka.Record, len(res))
+	for i, pr := range res {
+		out[i] = fromKgo(pr.Record)
+	}
+	return out
+}
+
+// mixedPartitioner sends records with Partition >= 0 there and hashes the
+// others' keys like the Java client (kgo's StickyKeyPartitioner).
+type mixedPartitioner struct{}
+
+// ForTopic implements kgo.Partitioner.
+func (mixedPartitioner) ForTopic(topic string) kgo.TopicPartitioner {
+	return mixedTopicPartitioner{
+		keyed:  kgo.StickyKeyPartitioner(nil).ForTopic(topic),
+		manual: kgo.ManualPartitioner().ForTopic(topic),
+	}
+}
+
+type mixedTopicPartitioner struct{ keyed, manual kgo.TopicPartitioner }
+
+// RequiresConsistency implements kgo.TopicPartitioner.
+func (m mixedTopicPartitioner) RequiresConsistency(r *kgo.Record) bool {
+	return r.Partition >= 0 || m.keyed.RequiresConsistency(r)
+}
+
+// Partition implements kgo.TopicPartitioner.
+func (m mixedTopicPartitioner) Partition(r *kgo.Record, n int) int {
+	if r.Partition >= 0 {
+		return m.manual.Partition(r, n)
+	}
+	return m.keyed.Partition(r, n)
+}
+
+func fromKgo(r *kgo.Record) kafka.Record {
+	out := kafka.Record{
+		Topic:     r.Topic,
+		Partition: r.Partition,
+		Offset:    r.Offset,
+		Key:       r.Key,
+		Value:     r.Value,
+		Timestamp: r.Timestamp,
+	}
+	for _, h := range r.Headers {
+		out.Headers = append(out.Headers, kafka.Header{Key: h.Key, Value: h.Value})
+	}
+	return out
+}

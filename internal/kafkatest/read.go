@@ -1,0 +1,174 @@
+package kafkatest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weirstream/weir/internal/kafka"
+)
+
+// ReadCommitted reads a topic fully as a read_committed consumer sees it
+// now: every partition from its log start up to its last stable offset,
+// without aborted records and control records. Records come partition by
+// partition, in offset order. It is the verifier's view of a topic.
+//
+// "Fully" is exact, not a quiet-period guess: each fetch response is
+// decoded with kgo.ProcessFetchPartition, which also returns the offset to
+// fetch next, so reading stops when that offset reaches the stable end even
+// if the last offsets hold only transaction markers.
+func ReadCommitted(t testing.TB, env *Env, topic string) []kafka.Record {
+	t.Helper()
+	byPartition := ReadCommittedPartitions(t, env, topic)
+	var out []kafka.Record
+	for _, p := range slices.Sorted(maps.Keys(byPartition)) {
+		out = append(out, byPartition[p]...)
+	}
+	return out
+}
+
+// ReadCommittedPartitions is ReadCommitted by partition.
+func ReadCommittedPartitions(t testing.TB, env *Env, topic string) map[int32][]kafka.Record {
+	t.Helper()
+	cl := client(t, env)
+	defer cl.Close()
+	out, err := readCommitted(ctx(t), cl, topic)
+	require.NoError(t, err, "read %q", topic)
+	return out
+}
+
+func readCommitted(ctx context.Context, cl *kgo.Client, topic string) (map[int32][]kafka.Record, error) {
+	md := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	md.Topics = append(md.Topics, mt)
+	mresp, err := md.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
+	}
+	if len(mresp.Topics) != 1 {
+		return nil, fmt.Errorf("metadata: %d topics in answer", len(mresp.Topics))
+	}
+	tm := mresp.Topics[0]
+	if err := kerr.ErrorForCode(tm.ErrorCode); err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
+	}
+
+	start, err := listOffsets(ctx, cl, topic, tm.Partitions, -2)
+	if err != nil {
+		return nil, err
+	}
+	end, err := listOffsets(ctx, cl, topic, tm.Partitions, -1)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int32][]kafka.Record, len(tm.Partitions))
+	for _, p := range tm.Partitions {
+		recs, err := readPartition(ctx, cl, topic, tm.TopicID, p, start[p.Partition], end[p.Partition])
+		if err != nil {
+			return nil, err
+		}
+		out[p.Partition] = recs
+	}
+	return out, nil
+}
+
+// listOffsets returns, per partition, the offset for timestamp -2 (log
+// start) or -1 (end), read_committed: the end is the last stable offset.
+func listOffsets(ctx context.Context, cl *kgo.Client, topic string, parts []kmsg.MetadataResponseTopicPartition, ts int64) (map[int32]int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	req.IsolationLevel = 1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	for _, p := range parts {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition = p.Partition
+		rp.Timestamp = ts
+		rp.CurrentLeaderEpoch = -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl) // kgo routes each partition to its leader
+	if err != nil {
+		return nil, fmt.Errorf("list offsets: %w", err)
+	}
+	out := make(map[int32]int64, len(parts))
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return nil, fmt.Errorf("list offsets %s/%d: %w", topic, p.Partition, err)
+			}
+			out[p.Partition] = p.Offset
+		}
+	}
+	if len(out) != len(parts) {
+		return nil, fmt.Errorf("list offsets: %d of %d partitions answered", len(out), len(parts))
+	}
+	return out, nil
+}
+
+// readPartition fetches [from, end) of one partition from its leader.
+func readPartition(ctx context.Context, cl *kgo.Client, topic string, topicID [16]byte, p kmsg.MetadataResponseTopicPartition, from, end int64) ([]kafka.Record, error) {
+	var out []kafka.Record
+	for offset := from; offset < end; {
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID = -1
+		req.MaxWaitMillis = 100
+		req.MinBytes = 1
+		req.MaxBytes = 50 << 20
+		req.IsolationLevel = 1
+		req.SessionEpoch = -1 // no fetch session
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic, ft.TopicID = topic, topicID // by name before v13, by id after
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition = p.Partition
+		fp.FetchOffset = offset
+		fp.CurrentLeaderEpoch = -1
+		fp.LogStartOffset = -1
+		fp.PartitionMaxBytes = 10 << 20
+		ft.Partitions = append(ft.Partitions, fp)
+		req.Topics = append(req.Topics, ft)
+
+		kresp, err := cl.Broker(int(p.Leader)).Request(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("fetch %s/%d@%d: %w", topic, p.Partition, offset, err)
+		}
+		resp := kresp.(*kmsg.FetchResponse)
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			return nil, fmt.Errorf("fetch %s/%d@%d: %w", topic, p.Partition, offset, err)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return nil, fmt.Errorf("fetch %s/%d@%d: unexpected answer shape", topic, p.Partition, offset)
+		}
+		rp := &resp.Topics[0].Partitions[0]
+		got, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+			Offset:         offset,
+			IsolationLevel: kgo.ReadCommitted(),
+			Topic:          topic,
+			Partition:      p.Partition,
+		}, rp, kgo.DefaultDecompressor(), nil)
+		if got.Err != nil {
+			return nil, fmt.Errorf("fetch %s/%d@%d: %w", topic, p.Partition, offset, got.Err)
+		}
+		for _, r := range got.Records {
+			if r.Offset < end {
+				out = append(out, fromKgo(r))
+			}
+		}
+		if next > offset {
+			offset = next
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("fetch %s/%d: stuck at %d of %d: %w", topic, p.Partition, offset, end, err)
+		}
+	}
+	return out, nil
+}
