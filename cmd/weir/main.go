@@ -7,6 +7,7 @@
 // Commands:
 //
 //	dev-broker   run an in-process Kafka broker (kfake) until interrupted
+//	inspect      print the write-ahead log and epoch log of a state dir
 //	help         print this help, or a command's with `weir help <command>`
 //
 // Each command lives in a file of its own and is listed in [commands];
@@ -37,6 +38,7 @@ type command struct {
 // commands lists every subcommand; add a new one here.
 var commands = []command{
 	devBrokerCommand,
+	inspectCommand,
 }
 
 // errUsage marks usage errors: exit status 2. The command has already
