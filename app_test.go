@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,7 +49,7 @@ func startInstance(t *testing.T, topo *topology.Topology, env *kafkatest.Env, ap
 		weir.WithSessionTimeout(6 * time.Second),
 		weir.WithHeartbeatInterval(500 * time.Millisecond),
 		weir.WithEpochInterval(50 * time.Millisecond),
-		weir.WithLogger(slog.New(slog.DiscardHandler)),
+		weir.WithLogger(testLogger()),
 	}, opts...)...)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -182,4 +183,12 @@ func TestNewValidatesOptions(t *testing.T) {
 	require.ErrorIs(t, err, weir.ErrConfig)
 	_, err = weir.New(nil)
 	require.ErrorIs(t, err, weir.ErrConfig)
+}
+
+// testLogger discards logs unless WEIR_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("WEIR_TEST_LOG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

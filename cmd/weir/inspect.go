@@ -164,4 +164,3 @@ func printApps(w io.Writer, apps []inspectApp) {
 		}
 	}
 }
-
