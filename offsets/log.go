@@ -1,0 +1,257 @@
+package offsets
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+)
+
+// DefaultRetain is how many batches and epochs a namespace keeps when
+// Options.Retain is zero.
+const DefaultRetain = 100
+
+// Options configure Open. The zero value is ready to use.
+type Options struct {
+	// Retain is how many of the latest batches (plans with their commits)
+	// and epochs each namespace keeps; older ones are deleted after each
+	// WriteCommit and AppendEpoch. A pending plan is never deleted. Zero
+	// means DefaultRetain; a negative value is an error.
+	Retain int
+	// Logger receives Badger's errors and warnings; its informational
+	// messages go out at debug level. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Log is a Badger database holding the logs of one or more namespaces (see
+// Namespace). Open it once per directory: Badger locks the directory, so a
+// second Open of the same directory fails until the first Log is closed.
+//
+// A Log and its WALs are safe for concurrent use. Writes to one namespace
+// are serialised; reads never wait for writes.
+type Log struct {
+	db     *badger.DB
+	dir    string
+	retain int
+
+	// mu is read-held by every operation while it uses db and write-held
+	// by Close, so Close waits for operations in flight and none starts
+	// after it.
+	mu     sync.RWMutex
+	closed bool
+
+	walsMu sync.Mutex
+	wals   map[string]*WAL
+}
+
+// Open opens or creates the log in dir. Every write is synced to disk
+// before it returns. Opening a directory that holds a Badger database of
+// another kind fails with an error wrapping ErrCorrupt.
+func Open(dir string, opts Options) (*Log, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("%w: empty directory", ErrInvalid)
+	}
+	retain := opts.Retain
+	switch {
+	case retain == 0:
+		retain = DefaultRetain
+	case retain < 0:
+		return nil, fmt.Errorf("%w: negative Retain %d", ErrInvalid, retain)
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	db, err := badger.Open(badgerOptions(dir, logger.With("component", "offsets", "dir", dir)))
+	if err != nil {
+		return nil, fmt.Errorf("offsets: open %s: %w", dir, err)
+	}
+	if err := checkFormat(db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("offsets: open %s: %w", dir, err)
+	}
+	return &Log{db: db, dir: dir, retain: retain, wals: make(map[string]*WAL)}, nil
+}
+
+// badgerOptions sizes Badger for a small, write-mostly log: records are
+// tens of bytes to a few kilobytes and a namespace keeps about Retain of
+// each, so the defaults (64 MB memtables, five of them, a 256 MB block
+// cache, 1 GB value log files) would reserve memory and disk the log never
+// uses.
+func badgerOptions(dir string, logger *slog.Logger) badger.Options {
+	return badger.DefaultOptions(dir).
+		// The point of a write-ahead log: a plan is on disk before its
+		// batch runs.
+		WithSyncWrites(true).
+		WithLogger(slogAdapter{logger}).
+		// 8 MB is the smallest memtable that keeps the default 1 MB value
+		// threshold valid (a transaction may use 15% of a memtable), so
+		// every value stays in the LSM tree and the value log needs no
+		// garbage collection. It also caps one transaction, hence one
+		// record, at about 1.2 MB: tens of thousands of partitions in a plan.
+		WithMemTableSize(8 << 20).
+		WithNumMemtables(2).
+		WithValueLogFileSize(16 << 20).
+		// Records are small varint-packed values: compression gains little,
+		// and without it tables are read straight from their memory map,
+		// so no block cache is needed.
+		WithCompression(options.None).
+		WithBlockCacheSize(0).
+		// Two compactors is Badger's minimum when compaction is on.
+		WithNumCompactors(2).
+		// Writes to a namespace are serialised by the WAL, so Badger need
+		// not track read sets for conflicts.
+		WithDetectConflicts(false).
+		// Badger's expvar metrics are process-global; weir reports its own.
+		WithMetricsEnabled(false)
+}
+
+// checkFormat marks an empty database as an offsets log, and refuses a
+// non-empty database without the mark or with an unknown layout.
+func checkFormat(db *badger.DB) error {
+	return db.Update(func(txn *badger.Txn) error {
+		item, err := txn.Get(formatKey)
+		if err == nil {
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if !bytes.Equal(v, layoutV1) {
+				return fmt.Errorf("%w: unknown log layout %v", ErrCorrupt, v)
+			}
+			return nil
+		}
+		if !errors.Is(err, badger.ErrKeyNotFound) {
+			return err
+		}
+		it := txn.NewIterator(badger.IteratorOptions{})
+		it.Rewind()
+		empty := !it.Valid()
+		it.Close()
+		if !empty {
+			return fmt.Errorf("%w: not an offsets log (no %q key)", ErrCorrupt, formatKey)
+		}
+		return txn.Set(formatKey, layoutV1)
+	})
+}
+
+// Dir returns the directory the log was opened in.
+func (l *Log) Dir() string { return l.dir }
+
+// Namespace returns the WAL of one namespace, such as an application id
+// or an engine instance; namespaces in one Log are independent. The name
+// must be non-empty UTF-8 of at most 255 bytes without '/' or control
+// characters (the error wraps ErrInvalid). Calls with the same name return
+// the same *WAL.
+func (l *Log) Namespace(name string) (*WAL, error) {
+	if err := validateNamespace(name); err != nil {
+		return nil, err
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return nil, ErrClosed
+	}
+	l.walsMu.Lock()
+	defer l.walsMu.Unlock()
+	if w, ok := l.wals[name]; ok {
+		return w, nil
+	}
+	w := &WAL{
+		log:     l,
+		name:    name,
+		write:   make(chan struct{}, 1),
+		offsets: logPrefix(name, logOffsets),
+		commits: logPrefix(name, logCommits),
+		epochs:  logPrefix(name, logEpochs),
+	}
+	l.wals[name] = w
+	return w, nil
+}
+
+// Namespaces returns the names of the namespaces that have records, in
+// byte order.
+func (l *Log) Namespaces() ([]string, error) {
+	var names []string
+	err := l.view(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); {
+			k := it.Item().Key()
+			i := bytes.IndexByte(k, '/')
+			if i < 0 { // formatKey
+				it.Next()
+				continue
+			}
+			names = append(names, string(k[:i]))
+			// Skip the namespace: '0' is the byte after '/'.
+			it.Seek(append(append([]byte(nil), k[:i]...), '0'))
+		}
+		return nil
+	})
+	// Keys sort "app-b/" before "app/": sort the names themselves.
+	slices.Sort(names)
+	return names, err
+}
+
+// Close closes the database, waiting for operations in flight. It returns
+// nil when called again; every other operation returns ErrClosed after it.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	if err := l.db.Close(); err != nil {
+		return fmt.Errorf("offsets: close %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+// view runs fn in a read-only transaction unless the log is closed.
+func (l *Log) view(fn func(*badger.Txn) error) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return ErrClosed
+	}
+	return l.db.View(fn)
+}
+
+// update runs fn in a read-write transaction, synced on commit, unless the
+// log is closed.
+func (l *Log) update(fn func(*badger.Txn) error) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return ErrClosed
+	}
+	return l.db.Update(fn)
+}
+
+// slogAdapter passes Badger's log lines to slog: errors and warnings at
+// their level, informational and debug lines at debug level.
+type slogAdapter struct{ l *slog.Logger }
+
+var _ badger.Logger = slogAdapter{}
+
+func (a slogAdapter) Errorf(f string, args ...any)   { a.log(slog.LevelError, f, args) }
+func (a slogAdapter) Warningf(f string, args ...any) { a.log(slog.LevelWarn, f, args) }
+func (a slogAdapter) Infof(f string, args ...any)    { a.log(slog.LevelDebug, f, args) }
+func (a slogAdapter) Debugf(f string, args ...any)   { a.log(slog.LevelDebug, f, args) }
+
+func (a slogAdapter) log(level slog.Level, f string, args []any) {
+	ctx := context.Background()
+	if !a.l.Enabled(ctx, level) {
+		return
+	}
+	a.l.Log(ctx, level, "badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)))
+}
