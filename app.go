@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/continuous"
+	"github.com/weirstream/weir/exactlyonce"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/microbatch"
@@ -58,8 +59,6 @@ func New(topo *topology.Topology, opts ...Option) (*App, error) {
 		return nil, fmt.Errorf("%w: unknown mode %d", ErrConfig, int(cfg.mode))
 	case cfg.guarantee != AtLeastOnce && cfg.guarantee != ExactlyOnce:
 		return nil, fmt.Errorf("%w: unknown guarantee %d", ErrConfig, int(cfg.guarantee))
-	case cfg.guarantee == ExactlyOnce:
-		return nil, fmt.Errorf("%w: the exactly-once guarantee", ErrNotImplemented)
 	case cfg.epochInterval < time.Millisecond:
 		return nil, fmt.Errorf("%w: epoch interval %v is below 1ms", ErrConfig, cfg.epochInterval)
 	case cfg.badRecords < Fail || cfg.badRecords > DeadLetter:
@@ -127,14 +126,16 @@ func (a *App) Run(ctx context.Context) error {
 	return nil
 }
 
-// runEngine runs the engine of the configured mode.
+// runEngine runs the engine of the configured mode and guarantee.
 func (a *App) runEngine(ctx context.Context, rt *runtime.Runtime) error {
-	if a.cfg.mode == Continuous {
-		e, err := continuous.New(rt, continuous.Config{EpochInterval: a.cfg.epochInterval, OnError: a.cfg.onError})
+	if a.cfg.guarantee == ExactlyOnce {
+		id, err := exactlyonce.LoadOrCreateInstanceID(a.cfg.stateDir)
 		if err != nil {
 			return err
 		}
-		return e.Run(ctx)
+		if err := rt.EnableExactlyOnce(ctx, a.cfg.applicationID+"-"+id); err != nil {
+			return err
+		}
 	}
 	wlog, err := offsets.Open(filepath.Join(a.cfg.stateDir, "offsets"), offsets.Options{Logger: a.cfg.logger})
 	if err != nil {
@@ -144,6 +145,13 @@ func (a *App) runEngine(ctx context.Context, rt *runtime.Runtime) error {
 	wal, err := wlog.Namespace(a.cfg.applicationID)
 	if err != nil {
 		return err
+	}
+	if a.cfg.mode == Continuous {
+		e, err := continuous.New(rt, continuous.Config{EpochInterval: a.cfg.epochInterval, OnError: a.cfg.onError, EpochLog: wal})
+		if err != nil {
+			return err
+		}
+		return e.Run(ctx)
 	}
 	mc := a.cfg.microBatch
 	if mc.OnError == nil {

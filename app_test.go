@@ -123,52 +123,61 @@ func waitForCounts(t *testing.T, env *kafkatest.Env, topic string, want map[stri
 
 // Three instances of one application share 8 partitions. One stops
 // gracefully halfway; the other two take its partitions — and its counts,
-// restored from the changelog. With no crash the result is exact: every
-// word's counts in the output are 1, 2, ..., n, each once.
+// restored from the changelog. With no crash the result is exact under
+// both guarantees: every word's counts in the output, read read_committed,
+// are 1, 2, ..., n, each once.
 func TestThreeInstancesShareAndHandOverPartitions(t *testing.T) {
-	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
-		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
-		kafkatest.CreateTopic(t, env, in, 8)
-		kafkatest.CreateTopic(t, env, out, 8)
-		appID := kafkatest.GroupID(t)
-		topo := wordCountTopology(t, in, out)
-		vocab := make([]string, 40)
-		for i := range vocab {
-			vocab[i] = fmt.Sprintf("w%02d", i)
-		}
-		want := map[string]int64{}
-
-		instances := []*instance{
-			startInstance(t, topo, env, appID),
-			startInstance(t, topo, env, appID),
-			startInstance(t, topo, env, appID),
-		}
-		var stopOnce sync.Once
-		stopAll := func() {
-			stopOnce.Do(func() {
-				for _, inst := range instances[1:] {
-					require.NoError(t, inst.stop(t))
-				}
+	for _, g := range []weir.Guarantee{weir.AtLeastOnce, weir.ExactlyOnce} {
+		t.Run(g.String(), func(t *testing.T) {
+			kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+				testHandOver(t, env, weir.WithGuarantee(g))
 			})
-		}
-		t.Cleanup(stopAll)
+		})
+	}
+}
 
-		produceLines(t, env, in, 0, 300, vocab, want)
-		waitForCounts(t, env, out, want)
+func testHandOver(t *testing.T, env *kafkatest.Env, opts ...weir.Option) {
+	in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+	kafkatest.CreateTopic(t, env, in, 8)
+	kafkatest.CreateTopic(t, env, out, 8)
+	appID := kafkatest.GroupID(t)
+	topo := wordCountTopology(t, in, out)
+	vocab := make([]string, 40)
+	for i := range vocab {
+		vocab[i] = fmt.Sprintf("w%02d", i)
+	}
+	want := map[string]int64{}
 
-		require.NoError(t, instances[0].stop(t), "graceful stop")
-		produceLines(t, env, in, 300, 300, vocab, want)
-		seen := waitForCounts(t, env, out, want)
-		stopAll()
-
-		for w, n := range want {
-			s := seen[w]
-			require.Len(t, s, int(n), "word %s: one output per occurrence", w)
-			for i, c := range s {
-				require.Equal(t, int64(i+1), c, "word %s: output %d", w, i)
+	instances := []*instance{
+		startInstance(t, topo, env, appID, opts...),
+		startInstance(t, topo, env, appID, opts...),
+		startInstance(t, topo, env, appID, opts...),
+	}
+	var stopOnce sync.Once
+	stopAll := func() {
+		stopOnce.Do(func() {
+			for _, inst := range instances[1:] {
+				require.NoError(t, inst.stop(t))
 			}
+		})
+	}
+	t.Cleanup(stopAll)
+
+	produceLines(t, env, in, 0, 300, vocab, want)
+	waitForCounts(t, env, out, want)
+
+	require.NoError(t, instances[0].stop(t), "graceful stop")
+	produceLines(t, env, in, 300, 300, vocab, want)
+	seen := waitForCounts(t, env, out, want)
+	stopAll()
+
+	for w, n := range want {
+		s := seen[w]
+		require.Len(t, s, int(n), "word %s: one output per occurrence", w)
+		for i, c := range s {
+			require.Equal(t, int64(i+1), c, "word %s: output %d", w, i)
 		}
-	})
+	}
 }
 
 func TestNewValidatesOptions(t *testing.T) {
@@ -177,8 +186,6 @@ func TestNewValidatesOptions(t *testing.T) {
 	require.ErrorIs(t, err, weir.ErrConfig)
 	_, err = weir.New(topo, weir.WithBrokers("localhost:9092"))
 	require.ErrorIs(t, err, weir.ErrConfig)
-	_, err = weir.New(topo, weir.WithBrokers("localhost:9092"), weir.WithApplicationID("a"), weir.WithGuarantee(weir.ExactlyOnce))
-	require.ErrorIs(t, err, weir.ErrNotImplemented)
 	_, err = weir.New(topo, weir.WithBrokers("localhost:9092"), weir.WithApplicationID("a"), weir.WithSASL("GSSAPI", "u", "p"))
 	require.ErrorIs(t, err, weir.ErrConfig)
 	_, err = weir.New(nil)

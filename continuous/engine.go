@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/processor"
 )
 
@@ -23,9 +25,13 @@ type Config struct {
 	// punctuators.
 	EpochInterval time.Duration
 	// OnError receives the errors the engine survives: failed offset
-	// commits (retried next epoch), consumer-group errors. If nil they are
-	// logged.
+	// commits (retried next epoch), aborted transactions (rewound),
+	// consumer-group errors. If nil they are logged.
 	OnError func(error)
+	// EpochLog, if set, receives an entry per committed epoch: the epoch
+	// number and the next offset of every partition (the "write-after
+	// log"). Optional.
+	EpochLog *offsets.WAL
 }
 
 // Engine runs a topology in continuous mode on the members of a consumer
@@ -37,10 +43,22 @@ type Engine struct {
 	// barrier separates processing from epoch ends: claims hold it shared
 	// while they process a record, an epoch end holds it exclusively, so
 	// the offsets it commits are exactly those of the records whose outputs
-	// it flushed.
+	// it commits.
 	barrier sync.RWMutex
 	session atomic.Pointer[kafka.Session]
 	epochs  atomic.Int64
+
+	// pos holds the next offset of every partition processed since its
+	// claim started; guarded by posMu (claims write it under the shared
+	// barrier, epoch ends read it under the exclusive one).
+	posMu sync.Mutex
+	pos   runtime.Positions
+
+	// rewind is closed to make every claim return at once, without
+	// committing, after a transaction was aborted; a new channel replaces
+	// it for the claims of the next session.
+	rewindMu sync.Mutex
+	rewind   chan struct{}
 }
 
 // New returns an engine for the runtime.
@@ -54,7 +72,7 @@ func New(rt *runtime.Runtime, cfg Config) (*Engine, error) {
 	if cfg.EpochInterval < time.Millisecond {
 		return nil, fmt.Errorf("continuous: epoch interval %v is below 1ms", cfg.EpochInterval)
 	}
-	return &Engine{rt: rt, cfg: cfg}, nil
+	return &Engine{rt: rt, cfg: cfg, pos: runtime.Positions{}, rewind: make(chan struct{})}, nil
 }
 
 // Epochs returns the number of epochs ended so far.
@@ -67,7 +85,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if err := e.rt.Prepare(ctx); err != nil {
 		return err
 	}
-	group, err := kafka.NewGroup(e.rt.GroupConfig(false, e.report))
+	group, err := kafka.NewGroup(e.rt.GroupConfig(e.report))
 	if err != nil {
 		return fmt.Errorf("continuous: %w", err)
 	}
@@ -113,7 +131,10 @@ func (e *Engine) coordinate(ctx context.Context) error {
 }
 
 // claim processes one partition until its claim ends, then ends the epoch so
-// that the partition is released with everything processed committed.
+// that the partition is released with everything processed committed. After
+// an aborted transaction it returns at once instead: that ends the group
+// session, and the claims of the next one start again at the committed
+// offsets, with state restored from the committed changelog.
 func (e *Engine) claim(ctx context.Context, c kafka.Claim) error {
 	var s kafka.Session = c
 	e.session.Store(&s)
@@ -127,42 +148,139 @@ func (e *Engine) claim(ctx context.Context, c kafka.Claim) error {
 		return err
 	}
 	defer tasks.Release(task)
-	for rec := range c.Records() {
-		e.barrier.RLock()
-		err := task.Process(ctx, rec)
-		if err == nil {
-			c.MarkOffset(rec.Topic, rec.Partition, rec.Offset+1)
-		}
-		e.barrier.RUnlock()
-		if err != nil {
-			// Commit what came before the failing record, then stop.
-			return errors.Join(err, e.endEpoch(ctx, c))
+	tp := offsets.TopicPartition{Topic: c.Topic(), Partition: c.Partition()}
+	defer e.forget(tp)
+	rewind := e.rewindSignal()
+	for {
+		select {
+		case <-rewind:
+			return nil
+		case rec, open := <-c.Records():
+			if !open {
+				return e.endEpoch(ctx, c)
+			}
+			e.barrier.RLock()
+			err := task.Process(ctx, rec)
+			if err == nil {
+				e.advance(tp, rec.Offset+1)
+			}
+			e.barrier.RUnlock()
+			switch {
+			case errors.Is(err, runtime.ErrRewind):
+				return e.abort(ctx, err, rewind)
+			case err != nil:
+				// Commit what came before the failing record, then stop.
+				return errors.Join(err, e.endEpoch(ctx, c))
+			}
 		}
 	}
-	return e.endEpoch(ctx, c)
 }
 
-// endEpoch fires the wall-clock punctuators, waits until every output sent
-// so far is acknowledged, and commits the offsets of the records processed.
-// A delivery failure is fatal (the offsets are not committed, so a restart
-// processes those records again); a failed commit is reported and retried
-// at the next epoch.
+func (e *Engine) advance(tp offsets.TopicPartition, next int64) {
+	e.posMu.Lock()
+	e.pos[tp] = next
+	e.posMu.Unlock()
+}
+
+func (e *Engine) forget(tp offsets.TopicPartition) {
+	e.posMu.Lock()
+	delete(e.pos, tp)
+	e.posMu.Unlock()
+}
+
+func (e *Engine) positions() runtime.Positions {
+	e.posMu.Lock()
+	defer e.posMu.Unlock()
+	out := make(runtime.Positions, len(e.pos))
+	for tp, next := range e.pos {
+		out[tp] = next
+	}
+	return out
+}
+
+func (e *Engine) rewindSignal() <-chan struct{} {
+	e.rewindMu.Lock()
+	defer e.rewindMu.Unlock()
+	return e.rewind
+}
+
+// endEpoch fires the wall-clock punctuators and commits: everything the
+// tasks wrote since the last epoch together with the offsets of the records
+// they processed (see runtime.Commit). A failed at-least-once offset commit
+// is reported and carried by the next epoch; an aborted transaction
+// rewinds.
 func (e *Engine) endEpoch(ctx context.Context, s kafka.Session) error {
 	e.barrier.Lock()
 	defer e.barrier.Unlock()
 	now := e.rt.Now()
 	if err := e.rt.Tasks().Each(func(t *processor.Task) error { return t.PunctuateWallClock(now) }); err != nil {
+		if errors.Is(err, runtime.ErrRewind) {
+			return e.abortLocked(ctx, err)
+		}
 		return fmt.Errorf("continuous: wall-clock punctuation: %w", err)
 	}
-	if err := e.rt.Producer().Flush(ctx); err != nil {
-		return fmt.Errorf("continuous: flush outputs: %w", err)
-	}
-	if err := s.Commit(ctx); err != nil {
-		e.report(fmt.Errorf("continuous: commit offsets (retried next epoch): %w", err))
+	pos := e.positions()
+	err := e.rt.Commit(ctx, pos, s)
+	switch {
+	case errors.Is(err, runtime.ErrCommitLater):
+		e.report(fmt.Errorf("continuous: %w", err))
 		return nil
+	case errors.Is(err, runtime.ErrRewind):
+		return e.abortLocked(ctx, err)
+	case err != nil:
+		return fmt.Errorf("continuous: %w", err)
 	}
 	e.epochs.Add(1)
+	if e.cfg.EpochLog != nil && len(pos) > 0 {
+		if err := e.cfg.EpochLog.AppendEpoch(ctx, epochRecord(e.epochs.Load(), now, pos)); err != nil {
+			return fmt.Errorf("continuous: epoch log: %w", err)
+		}
+	}
 	return nil
+}
+
+// abort rewinds after a Send doomed the transaction (see claim), unless
+// another claim already rewound the session the claim belongs to.
+func (e *Engine) abort(ctx context.Context, cause error, session <-chan struct{}) error {
+	e.barrier.Lock()
+	defer e.barrier.Unlock()
+	select {
+	case <-session:
+		return nil
+	default:
+	}
+	if err := e.rt.Rewind(ctx, cause); err != nil {
+		return fmt.Errorf("continuous: %w", err)
+	}
+	return e.abortLocked(ctx, cause)
+}
+
+// abortLocked makes every claim return without committing (see claim),
+// with the transaction already ended.
+func (e *Engine) abortLocked(_ context.Context, cause error) error {
+	e.report(fmt.Errorf("continuous: rewinding every task to the committed offsets: %w", cause))
+	e.rewindMu.Lock()
+	select {
+	case <-e.rewind:
+	default:
+		close(e.rewind)
+	}
+	e.rewind = make(chan struct{})
+	e.rewindMu.Unlock()
+	e.posMu.Lock()
+	clear(e.pos)
+	e.posMu.Unlock()
+	return nil
+}
+
+// epochRecord is the epoch log entry of a committed epoch.
+func epochRecord(n int64, at time.Time, pos runtime.Positions) offsets.Epoch {
+	ep := offsets.Epoch{Epoch: n, Timestamp: at}
+	for tp, next := range pos {
+		ep.Offsets = append(ep.Offsets, offsets.PartitionOffset{TopicPartition: tp, Next: next})
+	}
+	slices.SortFunc(ep.Offsets, func(a, b offsets.PartitionOffset) int { return a.Compare(b.TopicPartition) })
+	return ep
 }
 
 func (e *Engine) report(err error) {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/statestore"
@@ -109,6 +111,10 @@ func (e *Engine) runBatch(ctx context.Context, plan offsets.Plan, srcs map[offse
 				break // the claim ended: the partition was revoked mid-batch
 			}
 			if err := s.task.Process(ctx, rec); err != nil {
+				if errors.Is(err, runtime.ErrRewind) {
+					// The transaction is doomed: end it, and rewind.
+					return errors.Join(err, e.rt.Rewind(ctx, err))
+				}
 				procErr = err
 				break
 			}
@@ -136,11 +142,11 @@ func (e *Engine) runBatch(ctx context.Context, plan offsets.Plan, srcs map[offse
 	if err := e.rt.Tasks().Each(func(t *processor.Task) error { return t.PunctuateWallClock(now) }); err != nil {
 		return errors.Join(procErr, fmt.Errorf("microbatch: wall-clock punctuation: %w", err))
 	}
-	if err := e.rt.Producer().Flush(ctx); err != nil {
-		return errors.Join(procErr, fmt.Errorf("microbatch: batch %d: flush outputs: %w", plan.Batch, err))
-	}
-	if err := e.commitOffsets(ctx, plan, srcs); err != nil {
-		e.report(fmt.Errorf("microbatch: batch %d: commit offsets (committed with the next batch): %w", plan.Batch, err))
+	switch err := e.commit(ctx, plan, srcs); {
+	case errors.Is(err, runtime.ErrCommitLater):
+		e.report(fmt.Errorf("microbatch: batch %d: %w", plan.Batch, err))
+	case err != nil:
+		return errors.Join(procErr, fmt.Errorf("microbatch: batch %d: %w", plan.Batch, err))
 	}
 	if procErr != nil {
 		return procErr
@@ -179,19 +185,19 @@ func (e *Engine) runBatch(ctx context.Context, plan offsets.Plan, srcs map[offse
 	return nil
 }
 
-// commitOffsets marks each source's next offset and commits them.
-func (e *Engine) commitOffsets(ctx context.Context, plan offsets.Plan, srcs map[offsets.TopicPartition]*source) error {
-	var committer *source
+// commit makes the batch's outputs durable together with the next offset
+// of each of its ranges (runtime.Commit: flush and commit offsets, or one
+// transaction).
+func (e *Engine) commit(ctx context.Context, plan offsets.Plan, srcs map[offsets.TopicPartition]*source) error {
+	pos := runtime.Positions{}
+	var session kafka.Session
 	for _, r := range plan.Ranges {
 		if s := srcs[r.TopicPartition]; s != nil {
-			s.c.MarkOffset(r.Topic, r.Partition, s.next)
-			committer = s
+			pos[r.TopicPartition] = s.next
+			session = s.c
 		}
 	}
-	if committer == nil {
-		return nil
-	}
-	return committer.c.Commit(ctx)
+	return e.rt.Commit(ctx, pos, session)
 }
 
 // recover settles a plan left without a commit by a previous run (see the

@@ -107,7 +107,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if err := e.rt.Prepare(ctx); err != nil {
 		return err
 	}
-	group, err := kafka.NewGroup(e.rt.GroupConfig(false, e.report))
+	group, err := kafka.NewGroup(e.rt.GroupConfig(e.report))
 	if err != nil {
 		return fmt.Errorf("microbatch: %w", err)
 	}
@@ -183,12 +183,9 @@ func (e *Engine) signal() {
 // stop releases every source and refuses new ones.
 func (e *Engine) stop() {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	e.stopped = true
-	for tp, s := range e.sources {
-		s.release()
-		delete(e.sources, tp)
-	}
+	e.mu.Unlock()
+	e.releaseAll()
 }
 
 // snapshot returns the live sources, after releasing those whose claim
@@ -235,63 +232,98 @@ func (e *Engine) settle(ctx context.Context) {
 	}
 }
 
-// loop runs batches until the trigger is done or ctx ends.
+// loop runs batches until the trigger is done or ctx ends. After an aborted
+// transaction it rewinds: every claim is released (which ends the group
+// session), and the batches go on with the claims of the next session,
+// starting with the recovery of the batch that did not commit.
 func (e *Engine) loop(ctx context.Context) error {
+	for ctx.Err() == nil {
+		done, err := e.session(ctx)
+		switch {
+		case errors.Is(err, runtime.ErrRewind):
+			e.report(fmt.Errorf("microbatch: rewinding to the committed offsets: %w", err))
+			e.releaseAll()
+		case err != nil || done:
+			return err
+		}
+	}
+	return nil
+}
+
+// session runs batches on the current claims until the trigger is done
+// (true), ctx ends, or an error.
+func (e *Engine) session(ctx context.Context) (bool, error) {
 	for len(e.snapshot()) == 0 {
 		if ctx.Err() != nil {
-			return nil
+			return false, nil
 		}
 		e.wait(ctx, e.cfg.PollInterval)
 	}
 	e.settle(ctx)
 	if ctx.Err() != nil {
-		return nil
+		return false, nil
 	}
 	replayed, err := e.recover(ctx, e.snapshot())
 	if err != nil {
-		return err
+		return false, err
 	}
 	if replayed && e.cfg.Trigger.kind == once {
-		return nil // the replayed batch was the one batch
+		return true, nil // the replayed batch was the one batch
 	}
 	for ctx.Err() == nil {
 		if e.cfg.Trigger.kind == processingTime && !e.lastStart.IsZero() {
 			if d := time.Until(e.lastStart.Add(e.cfg.Trigger.interval)); d > 0 {
-				t := time.NewTimer(d)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return nil
-				case <-t.C:
-				}
+				e.sleep(ctx, d)
+				continue
 			}
 		}
 		srcs := e.snapshot()
 		plan, err := e.plan(ctx, srcs)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return false, nil
 			}
-			return err
+			return false, err
 		}
 		if len(plan.Ranges) == 0 {
 			if e.cfg.Trigger.bounded() && len(srcs) > 0 {
-				return nil // nothing left of what was available
+				return true, nil // nothing left of what was available
 			}
 			e.wait(ctx, e.cfg.PollInterval)
 			continue
 		}
 		if err := e.runBatch(ctx, plan, srcs, false); err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return false, nil
 			}
-			return err
+			return false, err
 		}
 		if e.cfg.Trigger.kind == once {
-			return nil
+			return true, nil
 		}
 	}
-	return nil
+	return false, nil
+}
+
+// sleep waits for d or until ctx ends.
+func (e *Engine) sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// releaseAll lets every claim return: the group session ends, and the next
+// one's claims start at the committed offsets.
+func (e *Engine) releaseAll() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for tp, s := range e.sources {
+		s.release()
+		delete(e.sources, tp)
+	}
 }
 
 // collect gathers sink records for ForEachBatch.

@@ -41,29 +41,37 @@ func newSource(c kafka.Claim, task *runtime.Task, limit int) *source {
 	return s
 }
 
-// fill copies the claim's records into the queue until the claim ends or
-// ctx is done. It runs on the claim goroutine.
+// fill copies the claim's records into the queue until the claim ends, ctx
+// is done or the source is released. It runs on the claim goroutine.
 func (s *source) fill(ctx context.Context) {
-	stop := context.AfterFunc(ctx, func() {
-		s.mu.Lock()
-		s.closed = true
-		s.cond.Broadcast()
-		s.mu.Unlock()
-	})
-	defer stop()
-	for rec := range s.c.Records() {
-		s.mu.Lock()
-		for len(s.queue) >= s.limit && !s.closed {
-			s.cond.Wait()
-		}
-		if s.closed {
+	defer s.markClosed()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.released:
+			return
+		case rec, open := <-s.c.Records():
+			if !open {
+				return
+			}
+			s.mu.Lock()
+			for len(s.queue) >= s.limit && !s.closed {
+				s.cond.Wait()
+			}
+			if s.closed {
+				s.mu.Unlock()
+				return
+			}
+			s.queue = append(s.queue, rec)
+			s.cond.Broadcast()
 			s.mu.Unlock()
-			break
 		}
-		s.queue = append(s.queue, rec)
-		s.cond.Broadcast()
-		s.mu.Unlock()
 	}
+}
+
+// markClosed records that no more records come and wakes waiters.
+func (s *source) markClosed() {
 	s.mu.Lock()
 	s.closed = true
 	s.cond.Broadcast()
@@ -104,11 +112,15 @@ func (s *source) take(end int64) (kafka.Record, bool) {
 	}
 }
 
-// release lets the claim return.
+// release lets the claim return (and stops its fill).
 func (s *source) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	select {
 	case <-s.released:
 	default:
 		close(s.released)
 	}
+	s.closed = true
+	s.cond.Broadcast()
 }

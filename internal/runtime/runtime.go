@@ -54,6 +54,8 @@ type Runtime struct {
 	output Output
 	// readCommitted restores stores from committed changelog records only.
 	readCommitted bool
+	// txn is the transactional output under exactly-once, nil otherwise.
+	txn *txnOutput
 }
 
 // Output is where tasks write their records.
@@ -141,9 +143,10 @@ func (r *Runtime) Plan() *TopicPlan { return r.plan }
 
 // GroupConfig returns the consumer group configuration for the plan: every
 // source topic, with the sources of each sub-topology co-partitioned.
-func (r *Runtime) GroupConfig(readCommitted bool, onError func(error)) kafka.GroupConfig {
+// Under exactly-once the member reads committed records only.
+func (r *Runtime) GroupConfig(onError func(error)) kafka.GroupConfig {
 	gc := kafka.GroupConfig{
-		Config: r.cfg.Kafka, GroupID: r.cfg.ApplicationID, ReadCommitted: readCommitted,
+		Config: r.cfg.Kafka, GroupID: r.cfg.ApplicationID, ReadCommitted: r.readCommitted,
 		SessionTimeout: r.cfg.SessionTimeout, HeartbeatInterval: r.cfg.HeartbeatInterval,
 		InstanceID: r.cfg.InstanceID, OnError: onError,
 	}
@@ -186,7 +189,13 @@ func (r *Runtime) Now() time.Time { return r.cfg.Clock() }
 // Close closes the producer (reporting deliveries no Flush reported) and
 // the admin client. Tasks must have been released.
 func (r *Runtime) Close() error {
-	return errors.Join(r.producer.Close(), r.admin.Close())
+	var txnErr error
+	if r.txn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		txnErr = r.txn.close(ctx)
+		cancel()
+	}
+	return errors.Join(txnErr, r.producer.Close(), r.admin.Close())
 }
 
 // Admin returns the admin client (offsets, topics).

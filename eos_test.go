@@ -1,0 +1,142 @@
+package weir_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/topology"
+)
+
+// Each fault makes an epoch's transaction fail in a different way —
+// abortable, fenced, outcome unknown — while two instances count words.
+// The engine aborts (or re-creates its producer), rewinds every task to
+// the committed offsets and restores state from the committed changelog.
+// A read_committed reader then sees every word's counts as 1, 2, ..., n,
+// each exactly once: nothing lost, nothing doubled.
+func TestExactlyOnceSurvivesFailedTransactions(t *testing.T) {
+	faults := []struct {
+		name   string
+		fault  kfake.Fault
+		rewind bool
+	}{
+		{"EndTxn UNKNOWN_PRODUCER_ID (abortable)", kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.UnknownProducerID, Count: 1}, true},
+		{"EndTxn PRODUCER_FENCED (fenced)", kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.ProducerFenced, Count: 1}, true},
+		{"TxnOffsetCommit ILLEGAL_GENERATION (fenced member)", kfake.Fault{Keys: []kmsg.Key{kmsg.TxnOffsetCommit}, Err: kerr.IllegalGeneration, Count: 1}, true},
+		{"EndTxn INVALID_TXN_STATE (outcome unknown)", kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.InvalidTxnState, Count: 1}, true},
+		{"Produce NOT_ENOUGH_REPLICAS past the retries (abortable)", kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.NotEnoughReplicas, Count: -1}, true},
+		{"EndTxn NOT_COORDINATOR (retried)", kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.NotCoordinator, Count: 2}, false},
+		{"EndTxn COORDINATOR_LOAD_IN_PROGRESS (retried)", kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.CoordinatorLoadInProgress, Count: 2}, false},
+	}
+	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
+	for _, f := range faults {
+		t.Run(f.name, func(t *testing.T) {
+			in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+			kafkatest.CreateTopic(t, env, in, 4)
+			kafkatest.CreateTopic(t, env, out, 4)
+			appID := kafkatest.GroupID(t)
+			topo := wordCountTopology(t, in, out)
+			vocab := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+			want := map[string]int64{}
+			var rewinds atomic.Int64
+			opts := []weir.Option{
+				weir.WithGuarantee(weir.ExactlyOnce),
+				weir.WithErrorHandler(func(err error) {
+					if errors.Is(err, runtime.ErrRewind) {
+						rewinds.Add(1)
+					}
+				}),
+			}
+			a := startInstance(t, topo, env, appID, opts...)
+			b := startInstance(t, topo, env, appID, opts...)
+			defer func() {
+				require.NoError(t, a.stop(t))
+				require.NoError(t, b.stop(t))
+			}()
+
+			produceLines(t, env, in, 0, 100, vocab, want)
+			waitForCounts(t, env, out, want)
+
+			f.fault.Topic = ""
+			if f.fault.Keys[0] == kmsg.Produce {
+				f.fault.Topic = out
+			}
+			h := env.Cluster().Fault(f.fault)
+			produceLines(t, env, in, 100, 100, vocab, want)
+			require.Eventually(t, func() bool { return h.Hits() > 0 }, 30*time.Second, 20*time.Millisecond, "the fault never fired")
+			if f.fault.Count < 0 {
+				time.Sleep(time.Second) // past sarama's produce retries
+			}
+			h.Remove()
+			produceLines(t, env, in, 200, 100, vocab, want)
+			seen := waitForCounts(t, env, out, want)
+			requireExact(t, want, seen)
+			if f.rewind {
+				require.Positive(t, rewinds.Load(), "the transaction failed and the tasks rewound")
+			} else {
+				require.Zero(t, rewinds.Load(), "the error was retried without a rewind")
+			}
+		})
+	}
+}
+
+// requireExact checks that every word's counts are 1, 2, ..., n.
+func requireExact(t *testing.T, want map[string]int64, seen map[string][]int64) {
+	t.Helper()
+	for w, n := range want {
+		s := seen[w]
+		require.Len(t, s, int(n), "word %s: one output per occurrence, got %v", w, s)
+		for i, c := range s {
+			require.Equal(t, int64(i+1), c, "word %s: output %d", w, i)
+		}
+	}
+}
+
+// An epoch whose records are all filtered out produces nothing, yet its
+// transaction still commits the consumer offsets.
+func TestExactlyOnceCommitsOffsetsOfFilteredEpochs(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+		kafkatest.CreateTopic(t, env, in, 2)
+		kafkatest.CreateTopic(t, env, out, 2)
+		b := topology.NewBuilder()
+		topology.NewStream(b, in, serde.String(), serde.String()).
+			Filter(func(string, string) bool { return false }).
+			To(out)
+		topo, err := b.Build()
+		require.NoError(t, err)
+		appID := kafkatest.GroupID(t)
+		inst := startInstance(t, topo, env, appID, weir.WithGuarantee(weir.ExactlyOnce))
+		defer func() { require.NoError(t, inst.stop(t)) }()
+
+		var recs []kafka.Record
+		for i := range 50 {
+			recs = append(recs, kafka.Record{Topic: in, Partition: int32(i % 2), Key: []byte(fmt.Sprint(i)), Value: []byte("x"), Timestamp: time.UnixMilli(int64(1000 + i))})
+		}
+		kafkatest.Produce(t, env, recs...)
+
+		admin, err := kafka.NewAdmin(env.Config())
+		require.NoError(t, err)
+		defer admin.Close()
+		require.Eventually(t, func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			committed, err := admin.CommittedOffsets(ctx, appID, in, []int32{0, 1})
+			return err == nil && committed[0] == 25 && committed[1] == 25
+		}, 30*time.Second, 100*time.Millisecond, "the offsets of the filtered records were never committed")
+		require.Empty(t, kafkatest.ReadCommitted(t, env, out))
+	})
+}

@@ -1,0 +1,269 @@
+package exactlyonce
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/weirstream/weir/internal/kafka"
+)
+
+// protocolVersion is the Kafka protocol version of the transactional
+// producer. It must be at least 2.5: from there sarama sends TxnOffsetCommit
+// v3, which carries the group metadata (KIP-447), and InitProducerId v3+,
+// which can bump the epoch of an existing producer id (KIP-360). 4.3.1 is the
+// newest sarama v1.61.1 knows; Kafka 4.4 and kfake serve it.
+//
+// internal/kafka keeps its own constant (2.5) for the consumer side; the two
+// need not match, but one exported constant there would be better.
+var protocolVersion = sarama.V4_3_1_0
+
+// Defaults of [Config].
+const (
+	// DefaultSessionTimeout is the consumer group session timeout assumed
+	// when Config.SessionTimeout is zero: kafka.GroupConfig's default.
+	DefaultSessionTimeout = 45 * time.Second
+	// DefaultTransactionTimeout is the transaction timeout when
+	// Config.TransactionTimeout is zero and the session timeout allows it
+	// (Kafka Streams uses the same under exactly-once).
+	DefaultTransactionTimeout = 10 * time.Second
+	// DefaultRequestTimeout is how long the producer waits for a broker's
+	// answer when Config.RequestTimeout is zero.
+	DefaultRequestTimeout = 30 * time.Second
+)
+
+// ErrConfig is wrapped by every error about an invalid [Config]. Errors
+// from the Kafka part also wrap kafka.ErrConfig.
+var ErrConfig = errors.New("exactlyonce: invalid configuration")
+
+// Config configures a [Session]. It is a value; share it freely as long as
+// no one mutates it.
+type Config struct {
+	// Kafka says how to reach the cluster. SASL SCRAM is not supported
+	// yet (internal/kafka does not export its SCRAM client); PLAIN and TLS
+	// are.
+	Kafka kafka.Config
+
+	// TransactionalID identifies the producer across restarts:
+	// "<application>-<instance id>" (see [LoadOrCreateInstanceID]), or
+	// "<application>-<instance id>-<worker>" with one producer per worker.
+	// Required. A new Session with the same id fences every older one.
+	TransactionalID string
+
+	// TransactionTimeout is how long the broker lets a transaction stay
+	// open before it aborts it (and fences the producer: its next request
+	// fails with ErrFenced). It must be below SessionTimeout, so that a
+	// member that dies mid-transaction has its transaction aborted before
+	// or about when its partitions move. Zero means
+	// DefaultTransactionTimeout, or half of SessionTimeout if that is
+	// shorter. The broker caps it (transaction.max.timeout.ms, 15 min).
+	TransactionTimeout time.Duration
+
+	// SessionTimeout is the session timeout of the consumer group whose
+	// offsets the transactions commit; zero means DefaultSessionTimeout.
+	// It is only used to validate TransactionTimeout.
+	SessionTimeout time.Duration
+
+	// RequestTimeout bounds the wait for a broker's answer to one request
+	// (sarama's Net.ReadTimeout); zero means DefaultRequestTimeout. A
+	// transactional request that times out has an unknown outcome:
+	// [ErrIndefinite].
+	RequestTimeout time.Duration
+
+	// Logger receives the session's log lines; Kafka.Logger if nil, then
+	// slog.Default().
+	Logger *slog.Logger
+
+	// Test knobs, set through export_test.go only.
+	txnRetryMax     int           // sarama's Transaction.Retry.Max; 0: 10
+	txnRetryBackoff time.Duration // sarama's Transaction.Retry.Backoff; 0: 100 ms
+	noReinit        bool          // never re-create the producer after a connection failure
+}
+
+// withDefaults fills the zero fields.
+func (c Config) withDefaults() Config {
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = DefaultSessionTimeout
+	}
+	if c.TransactionTimeout == 0 {
+		c.TransactionTimeout = min(DefaultTransactionTimeout, c.SessionTimeout/2)
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = c.Kafka.Logger
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.txnRetryMax == 0 {
+		c.txnRetryMax = 10
+	}
+	if c.txnRetryBackoff == 0 {
+		c.txnRetryBackoff = 100 * time.Millisecond
+	}
+	return c
+}
+
+// Validate reports whether the configuration can be used (after defaults).
+// Errors wrap [ErrConfig].
+func (c Config) Validate() error {
+	if err := c.Kafka.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if s := c.Kafka.SASL; s != nil && s.Mechanism != kafka.SASLPlain {
+		return fmt.Errorf("%w: SASL mechanism %q is not supported by the transactional producer yet (only %s)",
+			ErrConfig, s.Mechanism, kafka.SASLPlain)
+	}
+	if c.TransactionalID == "" {
+		return fmt.Errorf("%w: empty transactional id", ErrConfig)
+	}
+	if c.TransactionTimeout < 0 || c.SessionTimeout < 0 || c.RequestTimeout < 0 {
+		return fmt.Errorf("%w: negative timeout", ErrConfig)
+	}
+	c = c.withDefaults()
+	if c.TransactionTimeout < time.Millisecond || c.TransactionTimeout.Milliseconds() > math.MaxInt32 {
+		return fmt.Errorf("%w: transaction timeout %v out of range", ErrConfig, c.TransactionTimeout)
+	}
+	if c.TransactionTimeout >= c.SessionTimeout {
+		return fmt.Errorf("%w: transaction timeout %v is not below the group session timeout %v",
+			ErrConfig, c.TransactionTimeout, c.SessionTimeout)
+	}
+	return nil
+}
+
+// saramaConfig builds the transactional producer's sarama configuration;
+// dialer watches its connections. c has its defaults.
+func (c Config) saramaConfig(dialer *connWatch) (*sarama.Config, error) {
+	sc := sarama.NewConfig()
+	sc.Version = protocolVersion
+	sc.ClientID = c.Kafka.ClientID
+	if sc.ClientID == "" {
+		sc.ClientID = "weir"
+	}
+	// Topics are created explicitly with the partition count the topology
+	// needs; a metadata request must never create one behind weir's back.
+	sc.Metadata.AllowAutoTopicCreation = false
+	sc.Metadata.Full = false
+	sc.Metadata.Retry.Backoff = 100 * time.Millisecond
+	sc.Metadata.Retry.Max = 5
+
+	sc.Net.ReadTimeout = c.RequestTimeout
+	sc.Net.WriteTimeout = c.RequestTimeout
+	// sarama dials through Net.Proxy.Dialer when set; TLS is layered on
+	// top, so the watch sees every byte-level failure (see connWatch).
+	dialer.dialer.Timeout = sc.Net.DialTimeout
+	sc.Net.Proxy.Enable = true
+	sc.Net.Proxy.Dialer = dialer
+	if c.Kafka.TLS != nil {
+		sc.Net.TLS.Enable = true
+		sc.Net.TLS.Config = c.Kafka.TLS.Clone()
+	}
+	if s := c.Kafka.SASL; s != nil {
+		sc.Net.SASL.Enable = true
+		sc.Net.SASL.Handshake = true
+		sc.Net.SASL.Mechanism = sarama.SASLTypePlaintext
+		sc.Net.SASL.User = s.User
+		sc.Net.SASL.Password = s.Password
+	}
+
+	// Idempotence: acks=all and one request in flight per connection, so
+	// retries neither duplicate nor reorder (sarama's Validate insists).
+	sc.Net.MaxOpenRequests = 1
+	sc.Producer.Idempotent = true
+	sc.Producer.RequiredAcks = sarama.WaitForAll
+	sc.Producer.Timeout = min(10*time.Second, (c.RequestTimeout*2/3).Truncate(time.Millisecond))
+	sc.Producer.Retry.Max = 5
+	sc.Producer.Retry.Backoff = 100 * time.Millisecond
+	sc.Producer.Return.Successes = true
+	sc.Producer.Return.Errors = true
+	sc.Producer.Partitioner = newKeyPartitioner
+
+	sc.Producer.Transaction.ID = c.TransactionalID
+	sc.Producer.Transaction.Timeout = c.TransactionTimeout
+	// sarama retries the transactional requests (InitProducerId,
+	// AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn) this
+	// often on retriable errors and on network errors; Session retries
+	// further, bounded by ctx, on retriable errors only.
+	sc.Producer.Transaction.Retry.Max = c.txnRetryMax
+	sc.Producer.Transaction.Retry.Backoff = c.txnRetryBackoff
+
+	if err := sc.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return sc, nil
+}
+
+// keyPartitioner partitions like internal/kafka's at-least-once producer
+// (whose partitioner is unexported): an explicit partition (>= 0) as is, a
+// non-nil key by [kafka.PartitionForKey] (the Java client's murmur2), a nil
+// key round robin over the writable partitions.
+type keyPartitioner struct {
+	next atomic.Uint32
+}
+
+var (
+	_ sarama.Partitioner                   = (*keyPartitioner)(nil)
+	_ sarama.DynamicConsistencyPartitioner = (*keyPartitioner)(nil)
+)
+
+func newKeyPartitioner(string) sarama.Partitioner { return &keyPartitioner{} }
+
+// Partition implements sarama.Partitioner.
+func (p *keyPartitioner) Partition(msg *sarama.ProducerMessage, numPartitions int32) (int32, error) {
+	if msg.Partition >= 0 {
+		if msg.Partition >= numPartitions {
+			return 0, fmt.Errorf("exactlyonce: partition %d out of range: topic %q has %d partitions: %w",
+				msg.Partition, msg.Topic, numPartitions, sarama.ErrInvalidPartition)
+		}
+		return msg.Partition, nil
+	}
+	if msg.Key == nil {
+		return int32((p.next.Add(1) - 1) % uint32(numPartitions)), nil
+	}
+	key, err := msg.Key.Encode()
+	if err != nil {
+		return 0, fmt.Errorf("exactlyonce: encode key: %w", err)
+	}
+	return kafka.PartitionForKey(key, numPartitions)
+}
+
+// RequiresConsistency implements sarama.Partitioner.
+func (p *keyPartitioner) RequiresConsistency() bool { return true }
+
+// MessageRequiresConsistency implements sarama.DynamicConsistencyPartitioner:
+// only null-key records may go to whichever partition is writable.
+func (p *keyPartitioner) MessageRequiresConsistency(msg *sarama.ProducerMessage) bool {
+	return msg.Partition >= 0 || msg.Key != nil
+}
+
+// messageFromRecord builds the sarama message for r.
+func messageFromRecord(r kafka.Record) *sarama.ProducerMessage {
+	m := &sarama.ProducerMessage{
+		Topic:     r.Topic,
+		Partition: r.Partition,
+		Timestamp: r.Timestamp,
+	}
+	if m.Partition < 0 {
+		m.Partition = kafka.PartitionByKey
+	}
+	if r.Key != nil {
+		m.Key = sarama.ByteEncoder(r.Key)
+	}
+	if r.Value != nil {
+		m.Value = sarama.ByteEncoder(r.Value)
+	}
+	if len(r.Headers) > 0 {
+		m.Headers = make([]sarama.RecordHeader, len(r.Headers))
+		for i, h := range r.Headers {
+			m.Headers[i] = sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value}
+		}
+	}
+	return m
+}

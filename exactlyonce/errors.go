@@ -1,0 +1,201 @@
+package exactlyonce
+
+import (
+	"errors"
+	"io"
+	"net"
+	"syscall"
+
+	"github.com/IBM/sarama"
+)
+
+// The kinds of transaction failure. Every error of Begin, Send, Commit,
+// Abort and Reset that is not a usage error (ErrNoTransaction,
+// ErrTransactionOpen, ErrClosed, an invalid argument) is an [*Error] whose
+// Kind is one of these; switch on them with errors.Is:
+//
+//	switch err := s.Commit(ctx, offsets, gm); {
+//	case err == nil:
+//	case errors.Is(err, exactlyonce.ErrAbortable):  // Abort, rewind, redo
+//	case errors.Is(err, exactlyonce.ErrFenced):     // rejoin, Reset, rewind
+//	case errors.Is(err, exactlyonce.ErrIndefinite): // Reset, re-read offsets
+//	default:                                        // ErrFatal or a bug: stop
+//	}
+var (
+	// ErrAbortable: the transaction did not commit and will not, and the
+	// producer is usable. Call Abort, rewind every task to its last
+	// committed offset, drop staged state, and redo the work. Examples: a
+	// record the broker kept rejecting (NOT_ENOUGH_REPLICAS after the
+	// retries), UNKNOWN_PRODUCER_ID, ctx ending before the commit was sent.
+	ErrAbortable = errors.New("transaction abortable")
+
+	// ErrFenced: this producer or this group member is not the current one.
+	// PRODUCER_FENCED, INVALID_PRODUCER_EPOCH or INVALID_PRODUCER_ID_MAPPING
+	// (another Session with the same transactional id started, or the
+	// broker aborted the transaction at its timeout), or ILLEGAL_GENERATION,
+	// UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID on TxnOffsetCommit (the
+	// member's generation is over). The open transaction is or will be
+	// aborted — unless the fence raced a commit already sent, so treat the
+	// outcome as unknown: drop staged state, rejoin the group (claims then
+	// restart at the committed offsets, restoring state from the
+	// changelogs), and Reset the session before the next Begin.
+	ErrFenced = errors.New("producer fenced")
+
+	// ErrIndefinite: the outcome is unknown — a request of the commit (or a
+	// Produce) timed out or lost its connection, or the producer reached a
+	// state only a new producer id epoch can clear. Never retry the commit:
+	// call Reset, which re-initializes the same transactional id and so
+	// completes or aborts whatever was in flight and fences any request
+	// still on the wire; then re-read the stable committed offsets and
+	// treat the epoch or batch as unknown (committed if the offsets moved
+	// to its end, else redo it).
+	ErrIndefinite = errors.New("transaction outcome unknown")
+
+	// ErrFatal: redoing the work would fail the same way — an
+	// authorization failure, an unsupported version, a record too large,
+	// an invalid transaction timeout. Abort if the session allows it,
+	// Close, and stop with the error.
+	ErrFatal = errors.New("unrecoverable error")
+)
+
+// Usage errors.
+var (
+	// ErrNoTransaction is returned by Send and Commit when no transaction
+	// is open (Begin was not called, or Commit or Abort already started).
+	ErrNoTransaction = errors.New("exactlyonce: no open transaction")
+	// ErrTransactionOpen is returned by Begin and Reset while a
+	// transaction is open: Commit or Abort it first.
+	ErrTransactionOpen = errors.New("exactlyonce: transaction already open")
+	// ErrClosed is returned by every method of a closed Session.
+	ErrClosed = errors.New("exactlyonce: session closed")
+)
+
+// Error is a failed transactional operation. errors.Is(err, Kind) and
+// errors.Is / errors.As on the cause both work: the cause of a broker error
+// is its Kafka error (a sarama.KError, matchable with errors.Is), the cause
+// of a failed record names its partition (a *kafka.PartitionError).
+type Error struct {
+	// Op is the operation that failed: "init", "begin", "send", "commit"
+	// or "abort".
+	Op string
+	// Kind is ErrAbortable, ErrFenced, ErrIndefinite or ErrFatal.
+	Kind error
+	// Err is the cause.
+	Err error
+}
+
+// Error implements error: "exactlyonce: <op>: <kind>: <cause>".
+func (e *Error) Error() string {
+	return "exactlyonce: " + e.Op + ": " + e.Kind.Error() + ": " + e.Err.Error()
+}
+
+// Unwrap returns the kind and the cause, for errors.Is and errors.As.
+func (e *Error) Unwrap() []error { return []error{e.Kind, e.Err} }
+
+func newError(op string, kind, cause error) *Error {
+	return &Error{Op: op, Kind: kind, Err: cause}
+}
+
+// errTransient is classify's answer for errors worth retrying as they are:
+// the broker answered, so nothing is left on the wire.
+var errTransient = errors.New("transient")
+
+// classify returns the kind of err, an error of sarama's transactional
+// producer. status is the producer's transaction status after the failure;
+// ioFailed reports that a connection of the producer failed while the
+// operation ran (a request of it may still reach the broker). Only Kafka
+// error codes, sarama's status flags and Go error types are consulted,
+// never message text.
+func classify(err error, status sarama.ProducerTxnStatusFlag, ioFailed bool) error {
+	switch {
+	case fencedError(err):
+		return ErrFenced
+	case ioFailed || networkError(err):
+		return ErrIndefinite
+	case errors.Is(err, sarama.ErrInvalidTxnState):
+		// The broker's view of the transaction is not the producer's: it
+		// was aborted behind its back (a fence, the timeout), or the
+		// producer is confused. Only a new epoch settles it.
+		return ErrIndefinite
+	case permanentError(err):
+		return ErrFatal
+	case status&sarama.ProducerTxnFlagFatalError != 0:
+		// sarama will not go on: only a new epoch clears it.
+		return ErrIndefinite
+	case status&sarama.ProducerTxnFlagAbortableError != 0:
+		return ErrAbortable
+	case retriableError(err):
+		return errTransient
+	default:
+		return ErrIndefinite
+	}
+}
+
+// fencedError reports the Kafka errors that mean this producer epoch or
+// this group member generation is over.
+func fencedError(err error) bool {
+	return errors.Is(err, sarama.ErrProducerFenced) ||
+		errors.Is(err, sarama.ErrInvalidProducerEpoch) ||
+		errors.Is(err, sarama.ErrInvalidProducerIDMapping) ||
+		errors.Is(err, sarama.ErrIllegalGeneration) ||
+		errors.Is(err, sarama.ErrUnknownMemberId) ||
+		errors.Is(err, sarama.ErrFencedInstancedId)
+}
+
+// networkError reports failures after which a request may or may not have
+// reached the broker: a broken or timed-out connection, or a broker that
+// answered that it timed out (REQUEST_TIMED_OUT: the write may still
+// complete).
+func networkError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) ||
+		errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, sarama.ErrNotConnected) ||
+		errors.Is(err, sarama.ErrOutOfBrokers) ||
+		errors.Is(err, sarama.ErrClosedClient) ||
+		errors.Is(err, sarama.ErrRequestTimedOut) ||
+		errors.Is(err, sarama.ErrNetworkException)
+}
+
+// permanentError reports errors that redoing the same work cannot cure.
+func permanentError(err error) bool {
+	var ce sarama.ConfigurationError
+	var pe sarama.PacketEncodingError
+	return errors.As(err, &ce) || errors.As(err, &pe) ||
+		errors.Is(err, sarama.ErrMessageSizeTooLarge) ||
+		errors.Is(err, sarama.ErrMessageSetSizeTooLarge) ||
+		errors.Is(err, sarama.ErrInvalidRecord) ||
+		errors.Is(err, sarama.ErrInvalidRequiredAcks) ||
+		errors.Is(err, sarama.ErrUnsupportedForMessageFormat) ||
+		errors.Is(err, sarama.ErrUnsupportedCompressionType) ||
+		errors.Is(err, sarama.ErrUnsupportedVersion) ||
+		errors.Is(err, sarama.ErrInvalidTransactionTimeout) ||
+		errors.Is(err, sarama.ErrOffsetMetadataTooLarge) ||
+		errors.Is(err, sarama.ErrTopicAuthorizationFailed) ||
+		errors.Is(err, sarama.ErrGroupAuthorizationFailed) ||
+		errors.Is(err, sarama.ErrClusterAuthorizationFailed) ||
+		errors.Is(err, sarama.ErrTransactionalIDAuthorizationFailed)
+}
+
+// retriableError reports the Kafka errors sarama retries itself on
+// transactional requests (and gave up on after Transaction.Retry.Max):
+// the coordinator moved, is loading, or is finishing the previous
+// transaction. The broker answered, so resending is safe.
+func retriableError(err error) bool {
+	return errors.Is(err, sarama.ErrNotCoordinatorForConsumer) ||
+		errors.Is(err, sarama.ErrConsumerCoordinatorNotAvailable) ||
+		errors.Is(err, sarama.ErrOffsetsLoadInProgress) ||
+		errors.Is(err, sarama.ErrConcurrentTransactions) ||
+		errors.Is(err, sarama.ErrUnknownTopicOrPartition) ||
+		errors.Is(err, sarama.ErrNotEnoughReplicas) ||
+		errors.Is(err, sarama.ErrNotEnoughReplicasAfterAppend) ||
+		errors.Is(err, sarama.ErrLeaderNotAvailable) ||
+		errors.Is(err, sarama.ErrNotLeaderForPartition) ||
+		errors.Is(err, sarama.ErrKafkaStorageError) ||
+		errors.Is(err, sarama.ErrThrottlingQuotaExceeded) ||
+		errors.Is(err, sarama.ErrUnstableOffsetCommit)
+}

@@ -1,0 +1,71 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/offsets"
+)
+
+// ErrRewind is wrapped by Commit's (and Task.Process's) errors that the
+// engine survives by rewinding: the open transaction was aborted (or its
+// outcome is unknown and the producer was re-created), so every task must
+// go back to the last committed offsets and drop its state — engines do
+// that by ending the group session (claims restart at the committed
+// offsets) and releasing the tasks (state is restored from the committed
+// changelog). Under at-least-once Commit never returns it.
+var ErrRewind = errors.New("runtime: transaction aborted; rewind to the committed offsets")
+
+// Positions are the next offsets to process, per partition.
+type Positions map[offsets.TopicPartition]int64
+
+// Commit makes everything the tasks wrote since the last Commit durable
+// together with the consumer offsets in positions, for the member session s.
+//
+// At-least-once: the producer is flushed (every output acknowledged), then
+// the offsets are committed. A delivery failure is returned (fatal: the
+// offsets stay uncommitted, so a restart processes those records again); a
+// failed offset commit is returned wrapped in ErrCommitLater — the engine
+// reports it and the next Commit carries the offsets.
+//
+// Exactly-once: the open transaction commits with the offsets inside it
+// (see exactly_once.go); errors that abort it wrap ErrRewind.
+func (r *Runtime) Commit(ctx context.Context, positions Positions, s kafka.Session) error {
+	if r.txn != nil {
+		return r.txn.commit(ctx, positions, s)
+	}
+	if err := r.producer.Flush(ctx); err != nil {
+		return fmt.Errorf("runtime: flush outputs: %w", err)
+	}
+	if len(positions) == 0 || s == nil {
+		return nil
+	}
+	for tp, next := range positions {
+		s.MarkOffset(tp.Topic, tp.Partition, next)
+	}
+	if err := s.Commit(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrCommitLater, err)
+	}
+	return nil
+}
+
+// ErrCommitLater wraps an at-least-once offset commit that failed after the
+// outputs were acknowledged: nothing is lost, the next commit carries the
+// offsets.
+var ErrCommitLater = errors.New("runtime: offsets not committed; the next commit carries them")
+
+// Rewind ends a transaction that a Send doomed (an error wrapping
+// ErrRewind from Task.Process): it is aborted, or the producer re-created,
+// and a new one begins. The engine then rewinds its tasks. Under
+// at-least-once there is nothing to end.
+func (r *Runtime) Rewind(ctx context.Context, cause error) error {
+	if r.txn == nil {
+		return nil
+	}
+	if err := r.txn.recover(ctx, cause); !errors.Is(err, ErrRewind) {
+		return err
+	}
+	return nil
+}

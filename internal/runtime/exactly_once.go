@@ -1,0 +1,125 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync/atomic"
+
+	"github.com/weirstream/weir/exactlyonce"
+	"github.com/weirstream/weir/internal/kafka"
+)
+
+// txnOutput makes every record tasks write part of one open transaction,
+// and Commit end it together with the consumer offsets (DESIGN §6): begin →
+// outputs, changelog and dead-letter records → offsets with the live group
+// metadata → commit, then begin the next.
+type txnOutput struct {
+	rt   *Runtime
+	sess *exactlyonce.Session
+	// sent counts records sent into the open transaction.
+	sent atomic.Int64
+	// last are the offsets of the last committed transaction.
+	last Positions
+}
+
+// EnableExactlyOnce switches the runtime to transactional output: a
+// transactional producer with transactionalID ("<application>-<instance
+// id>", stable across restarts so that a restart fences its own zombie),
+// read_committed restore. Call it before Prepare; the engines then commit
+// with Commit and survive ErrRewind.
+func (r *Runtime) EnableExactlyOnce(ctx context.Context, transactionalID string) error {
+	sess, err := exactlyonce.New(ctx, exactlyonce.Config{
+		Kafka: r.cfg.Kafka, TransactionalID: transactionalID,
+		SessionTimeout: r.cfg.SessionTimeout, Logger: r.log,
+	})
+	if err != nil {
+		return fmt.Errorf("runtime: %w", err)
+	}
+	if err := sess.Begin(ctx); err != nil {
+		_ = sess.Close()
+		return fmt.Errorf("runtime: %w", err)
+	}
+	t := &txnOutput{rt: r, sess: sess, last: Positions{}}
+	r.txn = t
+	r.UseTransactions(t)
+	return nil
+}
+
+// Send adds r to the open transaction. An error that dooms the
+// transaction wraps ErrRewind: the engine rewinds instead of stopping.
+func (t *txnOutput) Send(ctx context.Context, r kafka.Record) error {
+	err := t.sess.Send(ctx, r)
+	if err == nil {
+		t.sent.Add(1)
+		return nil
+	}
+	if rewindable(err) || errors.Is(err, exactlyonce.ErrNoTransaction) {
+		return fmt.Errorf("%w: %w", ErrRewind, err)
+	}
+	return fmt.Errorf("runtime: send: %w", err)
+}
+
+// commit ends the open transaction with the offsets and opens the next. An
+// epoch that sent nothing and moved no offset keeps its transaction open;
+// one that only moved offsets (its records were all filtered out) commits
+// them.
+func (t *txnOutput) commit(ctx context.Context, positions Positions, s kafka.Session) error {
+	if s == nil || (t.sent.Load() == 0 && maps.Equal(positions, t.last)) {
+		return nil
+	}
+	offs := make(map[exactlyonce.TopicPartition]int64, len(positions))
+	for tp, next := range positions {
+		offs[exactlyonce.TopicPartition(tp)] = next
+	}
+	err := t.sess.Commit(ctx, offs, s.GroupMetadata())
+	if err == nil {
+		t.last = maps.Clone(positions)
+		t.sent.Store(0)
+		if err := t.sess.Begin(ctx); err != nil {
+			return t.recover(ctx, err)
+		}
+		return nil
+	}
+	return t.recover(ctx, err)
+}
+
+// recover applies DESIGN §6 to a failed transaction: abortable → abort;
+// fenced or indefinite → re-create the producer with the same id (the epoch
+// bump aborts or completes what was in flight and fences it). Either way
+// the work is redone from the committed offsets: ErrRewind. Fatal errors
+// stop the application.
+func (t *txnOutput) recover(ctx context.Context, cause error) error {
+	if !rewindable(cause) && !errors.Is(cause, ErrRewind) {
+		return fmt.Errorf("runtime: transaction: %w", cause)
+	}
+	if errors.Is(cause, exactlyonce.ErrAbortable) || errors.Is(cause, exactlyonce.ErrNoTransaction) {
+		if err := t.sess.Abort(ctx); err != nil {
+			t.rt.log.Warn("weir: abort failed; re-initializing the producer", "err", err)
+			if err := t.sess.Reset(ctx); err != nil {
+				return fmt.Errorf("runtime: reset after a failed abort: %w (transaction: %w)", err, cause)
+			}
+		}
+	} else if err := t.sess.Reset(ctx); err != nil {
+		return fmt.Errorf("runtime: reset: %w (transaction: %w)", err, cause)
+	}
+	if err := t.sess.Begin(ctx); err != nil {
+		return fmt.Errorf("runtime: begin after a rewind: %w (transaction: %w)", err, cause)
+	}
+	t.last = Positions{}
+	t.sent.Store(0)
+	return fmt.Errorf("%w: %w", ErrRewind, cause)
+}
+
+// rewindable reports errors a rewind survives.
+func rewindable(err error) bool {
+	return errors.Is(err, exactlyonce.ErrAbortable) || errors.Is(err, exactlyonce.ErrFenced) ||
+		errors.Is(err, exactlyonce.ErrIndefinite)
+}
+
+// close aborts the open transaction (a clean stop) and closes the producer.
+func (t *txnOutput) close(ctx context.Context) error {
+	err := t.sess.Abort(ctx)
+	return errors.Join(err, t.sess.Close())
+}
