@@ -19,10 +19,6 @@ import (
 	"github.com/weirstream/weir/topology"
 )
 
-// ErrNotImplemented is returned by New for a mode or guarantee that this
-// version of weir does not provide yet.
-var ErrNotImplemented = errors.New("weir: not implemented yet")
-
 // ErrConfig is wrapped by New's errors about the options.
 var ErrConfig = errors.New("weir: invalid configuration")
 

@@ -21,15 +21,26 @@
 //
 // # Execution modes and guarantees
 //
-// The continuous mode (the default) processes each record as it arrives and
-// ends an epoch every EpochInterval (100 ms): outputs are flushed, then the
-// offsets of everything processed are committed. Under the at-least-once
-// guarantee (the default) outputs are visible at once; a crash may repeat
-// the outputs of the records processed since the last epoch, and never loses
-// one. See package continuous for the details.
+// WithMode / WithMicroBatch choose how records are processed;
+// WithGuarantee what survives a failure:
 //
-// The micro-batch mode and the exactly-once guarantee are being built; New
-// returns ErrNotImplemented when they are asked for.
+//	mode         guarantee      duplicates after a crash      a read_committed reader sees output
+//	continuous   at-least-once  possible (since last epoch)   at once (ms)
+//	continuous   exactly-once   none                          at the epoch's commit (≈ EpochInterval + commit)
+//	micro-batch  at-least-once  possible (the failed batch)   at once
+//	micro-batch  exactly-once   none                          at the batch's commit (≈ batch duration)
+//
+// The continuous mode (the default) processes each record as it arrives and
+// ends an epoch every EpochInterval (100 ms). The micro-batch mode cuts the
+// input into batches of planned offset ranges, written to a write-ahead log
+// before each batch runs (package microbatch). Under at-least-once an epoch
+// or batch flushes its outputs, then commits the offsets. Under exactly-once
+// each epoch or batch is one Kafka transaction holding its outputs,
+// changelog and dead-letter records and the consumer offsets (with the
+// group metadata of the live member, KIP-447); a failed transaction is
+// aborted and every task rewinds to the committed offsets, with its state
+// restored from the committed changelog. Readers must use read_committed
+// isolation to get the exactly-once view. Input topics need no transactions.
 //
 // # Bad records
 //
