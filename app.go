@@ -103,7 +103,7 @@ func (a *App) Run(ctx context.Context) error {
 		ApplicationID: a.cfg.applicationID, Graph: a.topo.Graph(), Kafka: a.cfg.kafkaConfig(),
 		Logger: a.cfg.logger, BadRecords: a.cfg.badRecords, Clock: a.cfg.clock,
 		SessionTimeout: a.cfg.sessionTimeout, HeartbeatInterval: a.cfg.heartbeatInterval,
-		InstanceID: a.cfg.instanceID,
+		InstanceID: a.cfg.instanceID, StateDir: a.cfg.stateDir, StagingLimit: a.cfg.stagingLimit,
 	})
 	if err != nil {
 		return fmt.Errorf("weir: %w", err)

@@ -30,6 +30,7 @@ type config struct {
 	instanceID        string
 	clock             func() time.Time
 	microBatch        microbatch.Config
+	stagingLimit      int64
 }
 
 type sasl struct{ mechanism, user, password string }
@@ -158,3 +159,11 @@ func WithHeartbeatInterval(d time.Duration) Option {
 // restart within the session timeout keeps its partitions without a
 // rebalance. Each instance needs its own id.
 func WithInstanceID(id string) Option { return func(c *config) { c.instanceID = id } }
+
+// WithStagingLimit bounds the bytes one store of one task may write in one
+// epoch or batch before it commits (64 MiB by default). The writes of an
+// uncommitted epoch or batch are staged in memory and reach the Badger
+// stores only after the Kafka commit; an epoch past the limit stops the
+// application with an error wrapping statestore.ErrStagingFull — lower the
+// epoch interval or the batch size, or raise this limit.
+func WithStagingLimit(bytes int64) Option { return func(c *config) { c.stagingLimit = bytes } }

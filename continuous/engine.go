@@ -75,7 +75,8 @@ func New(rt *runtime.Runtime, cfg Config) (*Engine, error) {
 	return &Engine{rt: rt, cfg: cfg, pos: runtime.Positions{}, rewind: make(chan struct{})}, nil
 }
 
-// Epochs returns the number of epochs ended so far.
+// Epochs returns the number of the last epoch committed (it goes on from
+// the epoch log across restarts).
 func (e *Engine) Epochs() int64 { return e.epochs.Load() }
 
 // Run prepares the topics, joins the consumer group and processes until ctx
@@ -84,6 +85,15 @@ func (e *Engine) Epochs() int64 { return e.epochs.Load() }
 func (e *Engine) Run(ctx context.Context) error {
 	if err := e.rt.Prepare(ctx); err != nil {
 		return err
+	}
+	if e.cfg.EpochLog != nil {
+		last, ok, err := e.cfg.EpochLog.LatestEpoch()
+		if err != nil {
+			return fmt.Errorf("continuous: epoch log: %w", err)
+		}
+		if ok {
+			e.epochs.Store(last.Epoch) // epoch numbers go on across restarts
+		}
 	}
 	group, err := kafka.NewGroup(e.rt.GroupConfig(e.report))
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -47,6 +48,7 @@ var demoText = []string{
 func main() {
 	brokers := flag.String("brokers", "", "Kafka bootstrap servers (host:port,...); empty starts an embedded broker")
 	demo := flag.Bool("demo", false, "with -brokers: write the demo text to "+textTopic)
+	stateDir := flag.String("state-dir", filepath.Join(os.TempDir(), "weir-wordcount"), "with -brokers: the instance's state `directory` (one per instance)")
 	verbose := flag.Bool("v", false, "log at debug level")
 	flag.Parse()
 
@@ -62,7 +64,7 @@ func main() {
 	if *brokers == "" {
 		err = runDemo(ctx, log)
 	} else {
-		err = runCluster(ctx, log, strings.Split(*brokers, ","), *demo)
+		err = runCluster(ctx, log, strings.Split(*brokers, ","), *demo, *stateDir)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "wordcount:", err)
@@ -85,7 +87,7 @@ func wordCount() (*topology.Topology, error) {
 	return b.Build()
 }
 
-func newApp(brokers []string, log *slog.Logger) (*weir.App, error) {
+func newApp(brokers []string, log *slog.Logger, stateDir string) (*weir.App, error) {
 	topo, err := wordCount()
 	if err != nil {
 		return nil, err
@@ -93,6 +95,7 @@ func newApp(brokers []string, log *slog.Logger) (*weir.App, error) {
 	return weir.New(topo,
 		weir.WithBrokers(brokers...),
 		weir.WithApplicationID("wordcount"),
+		weir.WithStateDir(stateDir),
 		weir.WithLogger(log),
 		weir.WithSessionTimeout(10*time.Second),
 		weir.WithHeartbeatInterval(time.Second),
@@ -121,7 +124,14 @@ func runDemo(ctx context.Context, log *slog.Logger) error {
 	}
 	fmt.Printf("wrote %d lines (%d words) to %s\n", len(demoText), total, textTopic)
 
-	app, err := newApp(broker.Addrs(), log)
+	// A fresh broker needs fresh local state: the stores' checkpoints are
+	// offsets in this cluster's changelogs.
+	stateDir, err := os.MkdirTemp("", "weir-wordcount-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(stateDir)
+	app, err := newApp(broker.Addrs(), log, stateDir)
 	if err != nil {
 		return err
 	}
@@ -143,7 +153,7 @@ func runDemo(ctx context.Context, log *slog.Logger) error {
 }
 
 // runCluster runs one instance against a real cluster until interrupted.
-func runCluster(ctx context.Context, log *slog.Logger, brokers []string, demo bool) error {
+func runCluster(ctx context.Context, log *slog.Logger, brokers []string, demo bool, stateDir string) error {
 	client, err := newClient(brokers)
 	if err != nil {
 		return err
@@ -159,7 +169,7 @@ func runCluster(ctx context.Context, log *slog.Logger, brokers []string, demo bo
 		}
 		fmt.Printf("wrote %d words to %s\n", n, textTopic)
 	}
-	app, err := newApp(brokers, log)
+	app, err := newApp(brokers, log, stateDir)
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,27 @@ type Positions map[offsets.TopicPartition]int64
 //
 // Exactly-once: the open transaction commits with the offsets inside it
 // (see exactly_once.go); errors that abort it wrap ErrRewind.
+//
+// Once Kafka has the epoch, the tasks' staged state writes move into
+// Badger with their changelog checkpoints; after an abort they are dropped.
 func (r *Runtime) Commit(ctx context.Context, positions Positions, s kafka.Session) error {
+	err := r.commitKafka(ctx, positions, s)
+	switch {
+	case errors.Is(err, ErrRewind):
+		r.dropStaged()
+		return err
+	case err != nil && !errors.Is(err, ErrCommitLater):
+		return err
+	}
+	// At-least-once with offsets to commit later: the outputs, changelog
+	// included, are acknowledged, so the state is applied all the same.
+	if aerr := r.applyStaged(ctx); aerr != nil {
+		return aerr
+	}
+	return err
+}
+
+func (r *Runtime) commitKafka(ctx context.Context, positions Positions, s kafka.Session) error {
 	if r.txn != nil {
 		return r.txn.commit(ctx, positions, s)
 	}
@@ -61,6 +81,7 @@ var ErrCommitLater = errors.New("runtime: offsets not committed; the next commit
 // and a new one begins. The engine then rewinds its tasks. Under
 // at-least-once there is nothing to end.
 func (r *Runtime) Rewind(ctx context.Context, cause error) error {
+	r.dropStaged()
 	if r.txn == nil {
 		return nil
 	}

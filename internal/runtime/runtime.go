@@ -10,6 +10,7 @@ import (
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/statestore/badgerstore"
 )
 
 // Config configures a Runtime.
@@ -33,6 +34,12 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// InstanceID makes the member static (optional).
 	InstanceID string
+	// StateDir holds the instance's Badger store database (under
+	// "stores"); required.
+	StateDir string
+	// StagingLimit bounds the bytes one store of one task stages per epoch
+	// or batch (DefaultStagingLimit when zero).
+	StagingLimit int64
 }
 
 // Runtime holds what an engine needs to run a topology on Kafka: the topic
@@ -56,6 +63,8 @@ type Runtime struct {
 	readCommitted bool
 	// txn is the transactional output under exactly-once, nil otherwise.
 	txn *txnOutput
+	// db holds the committed state of every store of every task.
+	db *badgerstore.DB
 }
 
 // Output is where tasks write their records.
@@ -83,6 +92,8 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, errors.New("runtime: no logger")
 	case cfg.Clock == nil:
 		return nil, errors.New("runtime: no clock")
+	case cfg.StateDir == "":
+		return nil, errors.New("runtime: no state dir")
 	}
 	if err := cfg.BadRecords.validate(); err != nil {
 		return nil, err
@@ -98,6 +109,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	r := &Runtime{cfg: cfg, log: cfg.Logger, admin: admin, producer: producer, output: producer}
 	r.tasks = newTasks(r)
+	if err := r.openStores(); err != nil {
+		return nil, errors.Join(err, producer.Close(), admin.Close())
+	}
 	return r, nil
 }
 
@@ -195,7 +209,7 @@ func (r *Runtime) Close() error {
 		txnErr = r.txn.close(ctx)
 		cancel()
 	}
-	return errors.Join(txnErr, r.producer.Close(), r.admin.Close())
+	return errors.Join(txnErr, r.producer.Close(), r.admin.Close(), r.db.Close())
 }
 
 // Admin returns the admin client (offsets, topics).

@@ -9,7 +9,6 @@ import (
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/processor"
-	"github.com/weirstream/weir/statestore"
 )
 
 // Tasks is the registry of the tasks this instance runs. A task exists
@@ -36,7 +35,7 @@ type Task struct {
 	refs   int           // guarded by Tasks.mu
 	mu     sync.Mutex    // guards task and ctx
 	task   *processor.Task
-	stores []statestore.Store
+	staged []stagedStore
 	ctx    context.Context // of the Process call in progress, for emits
 }
 
@@ -86,10 +85,9 @@ func (ts *Tasks) Release(t *Task) {
 	var errs []error
 	if t.task != nil {
 		errs = append(errs, t.task.Close())
+		t.task = nil // Each skips it from now on
 	}
-	for _, s := range t.stores {
-		errs = append(errs, s.Close())
-	}
+	errs = append(errs, t.closeStores())
 	if err := errors.Join(errs...); err != nil {
 		ts.rt.log.Warn("weir: closing task", "task", t.id.String(), "err", err)
 	}
@@ -97,6 +95,11 @@ func (ts *Tasks) Release(t *Task) {
 
 // Each calls fn for every ready task, holding the task's lock.
 func (ts *Tasks) Each(fn func(t *processor.Task) error) error {
+	return ts.eachTask(func(t *Task) error { return fn(t.task) })
+}
+
+// eachTask calls fn for every ready task, holding the task's lock.
+func (ts *Tasks) eachTask(fn func(t *Task) error) error {
 	ts.mu.Lock()
 	list := make([]*Task, 0, len(ts.m))
 	for _, t := range ts.m {
@@ -115,7 +118,7 @@ func (ts *Tasks) Each(fn func(t *processor.Task) error) error {
 		}
 		t.mu.Lock()
 		if t.task != nil {
-			errs = append(errs, fn(t.task))
+			errs = append(errs, fn(t))
 		}
 		t.mu.Unlock()
 	}
@@ -129,24 +132,17 @@ func (t *Task) open(ctx context.Context) error {
 		return fmt.Errorf("runtime: no sub-topology %d", t.id.Subtopology)
 	}
 	start := time.Now()
-	factory := statestore.NewInMemoryFactory()
-	for _, spec := range g.Subtopologies[t.id.Subtopology].Stores {
-		s, err := factory.Open(spec, t.id.Partition)
-		if err != nil {
-			return fmt.Errorf("runtime: task %s: %w", t.id, err)
-		}
-		t.stores = append(t.stores, s)
-		if spec.Logged {
-			if err := t.restore(ctx, spec, s); err != nil {
-				return err
-			}
-		}
+	factory, err := t.openStores(ctx, g.Subtopologies[t.id.Subtopology].Stores)
+	if err != nil {
+		t.closeStores()
+		return err
 	}
 	task, err := processor.NewTask(g, processor.TaskConfig{
 		ApplicationID: t.rt.cfg.ApplicationID, ID: t.id, Stores: factory,
 		Emit: t.emit, WallClock: t.rt.Now(),
 	})
 	if err != nil {
+		t.closeStores()
 		return fmt.Errorf("runtime: %w", err)
 	}
 	t.task = task
@@ -154,36 +150,15 @@ func (t *Task) open(ctx context.Context) error {
 	return nil
 }
 
-// restore replays the store's changelog partition into s.
-func (t *Task) restore(ctx context.Context, spec statestore.Spec, s statestore.Store) error {
-	topic := processor.ChangelogTopic(spec.Name).Resolve(t.rt.cfg.ApplicationID)
-	p := []int32{t.id.Partition}
-	starts, err := t.rt.admin.StartOffsets(ctx, topic, p)
-	if err != nil {
-		return fmt.Errorf("runtime: restore %q: %w", spec.Name, err)
+// closeStores closes the task's overlays and their Badger stores; the
+// committed state stays in Badger for the next owner on this instance.
+func (t *Task) closeStores() error {
+	var errs []error
+	for _, st := range t.staged {
+		errs = append(errs, st.Close())
 	}
-	endOffsets := t.rt.admin.EndOffsets
-	if t.rt.readCommitted {
-		endOffsets = t.rt.admin.StableOffsets
-	}
-	ends, err := endOffsets(ctx, topic, p)
-	if err != nil {
-		return fmt.Errorf("runtime: restore %q: %w", spec.Name, err)
-	}
-	from, to := starts[t.id.Partition], ends[t.id.Partition]
-	n := 0
-	err = t.rt.admin.ReadRange(ctx, topic, t.id.Partition, from, to, t.rt.readCommitted, func(r kafka.Record) error {
-		n++
-		return processor.Restore(s, r.Key, r.Value)
-	})
-	if err != nil {
-		return fmt.Errorf("runtime: restore %q of task %s: %w", spec.Name, t.id, err)
-	}
-	t.rt.stats.Restored.Add(int64(n))
-	if n > 0 {
-		t.rt.log.Info("weir: restored store", "store", spec.Name, "task", t.id.String(), "records", n, "from", from, "to", to)
-	}
-	return nil
+	t.staged = nil
+	return errors.Join(errs...)
 }
 
 // Process runs one input record through the task. A record the topology

@@ -1,0 +1,222 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/statestore"
+	"github.com/weirstream/weir/statestore/badgerstore"
+)
+
+// DefaultStagingLimit bounds the bytes one store of one task may stage in
+// one epoch or batch.
+const DefaultStagingLimit = 64 << 20
+
+// State stores live in one Badger database per instance, under
+// <state dir>/stores. A task's processors write to staging overlays; an
+// epoch or batch that commits in Kafka moves every overlay's writes into
+// Badger in one batch, together with each store's changelog checkpoint (the
+// offset to restore from next time); one that aborts drops them — nothing
+// is wiped, nothing restored. Badger, and so an interactive query, only
+// ever holds committed state.
+
+// openStores opens the instance's store database.
+func (r *Runtime) openStores() error {
+	db, err := badgerstore.Open(filepath.Join(r.cfg.StateDir, "stores"), badgerstore.Options{Logger: r.log})
+	if err != nil {
+		return fmt.Errorf("runtime: state stores in %s (a second instance on this machine needs its own state dir): %w", r.cfg.StateDir, err)
+	}
+	r.db = db
+	return nil
+}
+
+// taskStores opens the stores of a task — restored up to the changelog's
+// end — behind staging overlays, and returns the factory the task opens
+// them through.
+func (t *Task) openStores(ctx context.Context, specs []statestore.Spec) (statestore.Factory, error) {
+	f := stagedStores{}
+	for _, spec := range specs {
+		base, err := t.rt.db.Factory().Open(spec, t.id.Partition)
+		if err != nil {
+			return nil, fmt.Errorf("runtime: task %s: %w", t.id, err)
+		}
+		if spec.Logged {
+			if err := t.restore(ctx, spec); err != nil {
+				_ = base.Close()
+				return nil, err
+			}
+		}
+		st, err := statestore.NewStaged(base, spec.Kind, t.rt.stagingLimit())
+		if err != nil {
+			_ = base.Close()
+			return nil, fmt.Errorf("runtime: task %s: %w", t.id, err)
+		}
+		t.staged = append(t.staged, stagedStore{spec: spec, Staged: st})
+		f[spec.Name] = st
+	}
+	return f, nil
+}
+
+func (r *Runtime) stagingLimit() int64 {
+	if r.cfg.StagingLimit > 0 {
+		return r.cfg.StagingLimit
+	}
+	return DefaultStagingLimit
+}
+
+// stagedStores is a factory over a task's already opened overlays.
+type stagedStores map[string]statestore.Store
+
+func (f stagedStores) Open(spec statestore.Spec, _ int32) (statestore.Store, error) {
+	s, ok := f[spec.Name]
+	if !ok {
+		return nil, fmt.Errorf("runtime: no store %q", spec.Name)
+	}
+	return s, nil
+}
+
+type stagedStore struct {
+	statestore.Staged
+	spec statestore.Spec
+}
+
+// restoreBatch is how many changelog records one Badger batch applies.
+const restoreBatch = 4096
+
+// restore brings the Badger store of spec up to the end of its changelog
+// partition: from its checkpoint, or — without one — from the changelog's
+// start after wiping whatever the partition held.
+func (t *Task) restore(ctx context.Context, spec statestore.Spec) error {
+	db, p := t.rt.db, t.id.Partition
+	topic := processor.ChangelogTopic(spec.Name).Resolve(t.rt.cfg.ApplicationID)
+	from, ok, err := db.Checkpoint(spec.Name, p)
+	if err != nil {
+		return fmt.Errorf("runtime: restore %q: %w", spec.Name, err)
+	}
+	ends, err := t.rt.changelogEnds(ctx, topic, []int32{p})
+	if err != nil {
+		return fmt.Errorf("runtime: restore %q: %w", spec.Name, err)
+	}
+	to := ends[p]
+	if ok && from > to {
+		// The changelog is shorter than the checkpoint: it was deleted and
+		// created again, or the state dir belongs to another cluster.
+		t.rt.log.Warn("weir: store checkpoint is past its changelog's end; restoring from scratch",
+			"store", spec.Name, "task", t.id.String(), "checkpoint", from, "end", to)
+		ok = false
+	}
+	if !ok {
+		if err := db.DropPartition(spec.Name, p); err != nil {
+			return fmt.Errorf("runtime: restore %q: %w", spec.Name, err)
+		}
+		starts, err := t.rt.admin.StartOffsets(ctx, topic, []int32{p})
+		if err != nil {
+			return fmt.Errorf("runtime: restore %q: %w", spec.Name, err)
+		}
+		from = starts[p]
+	}
+	sp := badgerstore.StorePartition{Store: spec.Name, Partition: p}
+	var batch []badgerstore.Change
+	flush := func(next int64) error {
+		err := db.Apply(batch, map[badgerstore.StorePartition]int64{sp: next})
+		t.rt.stats.Restored.Add(int64(len(batch)))
+		batch = batch[:0]
+		return err
+	}
+	n := 0
+	err = t.rt.admin.ReadRange(ctx, topic, p, from, to, t.rt.readCommitted, func(r kafka.Record) error {
+		n++
+		batch = append(batch, badgerstore.Change{Store: spec.Name, Partition: p, Kind: spec.Kind, Key: r.Key, Value: r.Value})
+		if len(batch) >= restoreBatch {
+			return flush(r.Offset + 1)
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush(to)
+	}
+	if err != nil {
+		return fmt.Errorf("runtime: restore %q of task %s: %w", spec.Name, t.id, err)
+	}
+	if n > 0 {
+		t.rt.log.Info("weir: restored store", "store", spec.Name, "task", t.id.String(), "records", n, "from", from, "to", to)
+	}
+	return nil
+}
+
+// changelogEnds returns where a restore of the partitions ends: the last
+// stable offset under exactly-once, the high watermark otherwise.
+func (r *Runtime) changelogEnds(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error) {
+	if r.readCommitted {
+		return r.admin.StableOffsets(ctx, topic, partitions)
+	}
+	return r.admin.EndOffsets(ctx, topic, partitions)
+}
+
+// applyStaged moves every task's staged writes into Badger with the
+// changelog checkpoints of the partitions written, after a Kafka commit.
+func (r *Runtime) applyStaged(ctx context.Context) error {
+	var changes []badgerstore.Change
+	dirty := map[string][]int32{} // changelog topic -> partitions
+	stores := map[string]string{}  // changelog topic -> store
+	var written []stagedStore
+	err := r.tasks.eachTask(func(t *Task) error {
+		for _, st := range t.staged {
+			cs, err := st.Changes()
+			if err != nil {
+				return err
+			}
+			if len(cs) == 0 {
+				continue
+			}
+			written = append(written, st)
+			for _, c := range cs {
+				changes = append(changes, badgerstore.Change{Store: st.spec.Name, Partition: t.id.Partition, Kind: st.spec.Kind, Key: c.Key, Value: c.Value})
+			}
+			if st.spec.Logged {
+				topic := processor.ChangelogTopic(st.spec.Name).Resolve(r.cfg.ApplicationID)
+				dirty[topic] = append(dirty[topic], t.id.Partition)
+				stores[topic] = st.spec.Name
+			}
+		}
+		return nil
+	})
+	if err != nil || len(written) == 0 {
+		return err
+	}
+	checkpoints := map[badgerstore.StorePartition]int64{}
+	for topic, parts := range dirty {
+		ends, err := r.changelogEnds(ctx, topic, parts)
+		if err != nil {
+			return fmt.Errorf("runtime: checkpoint %q: %w", topic, err)
+		}
+		for p, end := range ends {
+			checkpoints[badgerstore.StorePartition{Store: stores[topic], Partition: p}] = end
+		}
+	}
+	if err := r.db.Apply(changes, checkpoints); err != nil {
+		return fmt.Errorf("runtime: apply committed state: %w", err)
+	}
+	for _, st := range written {
+		st.Reset()
+	}
+	return nil
+}
+
+// dropStaged drops every task's staged writes, after an abort.
+func (r *Runtime) dropStaged() {
+	_ = r.tasks.eachTask(func(t *Task) error {
+		for _, st := range t.staged {
+			st.Reset()
+		}
+		return nil
+	})
+}
+
+// isStagingFull reports an epoch too large for the staging limit: not bad
+// input, so never dead-lettered.
+func isStagingFull(err error) bool { return errors.Is(err, statestore.ErrStagingFull) }
