@@ -29,7 +29,7 @@ func (e *Engine) plan(ctx context.Context, srcs map[offsets.TopicPartition]*sour
 	var wants []want
 	var backlog int64
 	for topic, parts := range byTopic {
-		ends, err := e.rt.Admin().EndOffsets(ctx, topic, parts)
+		ends, err := e.rt.EndOffsets(ctx, topic, parts)
 		if err != nil {
 			return offsets.Plan{}, err
 		}
@@ -105,22 +105,29 @@ func (e *Engine) runBatch(ctx context.Context, plan offsets.Plan, srcs map[offse
 	for _, r := range plan.Ranges {
 		s := srcs[r.TopicPartition]
 		sp := SourceProgress{Topic: r.Topic, Partition: r.Partition, StartOffset: r.Start, EndOffset: r.End}
-		for s != nil && s.next < r.End {
-			rec, ok := s.take(r.End)
-			if !ok {
-				break // the claim ended: the partition was revoked mid-batch
-			}
-			if err := s.task.Process(ctx, rec); err != nil {
-				if errors.Is(err, runtime.ErrRewind) {
-					// The transaction is doomed: end it, and rewind.
-					return errors.Join(err, e.rt.Rewind(ctx, err))
+		if s != nil && s.next < r.End {
+			err := e.rt.ReadRange(ctx, r.Topic, r.Partition, s.next, r.End, func(rec kafka.Record) error {
+				if err := s.task.Process(ctx, rec); err != nil {
+					return err
+				}
+				s.next = rec.Offset + 1
+				sp.NumInputRows++
+				bytes += int64(len(rec.Key) + len(rec.Value))
+				return nil
+			})
+			switch {
+			case errors.Is(err, runtime.ErrRewind):
+				// The transaction is doomed: end it, and rewind.
+				return errors.Join(err, e.rt.Rewind(ctx, err))
+			case err != nil:
+				var re *processor.RecordError
+				if !errors.As(err, &re) && ctx.Err() == nil {
+					return fmt.Errorf("microbatch: batch %d: read %s: %w", plan.Batch, r, err)
 				}
 				procErr = err
-				break
+			default:
+				s.next = r.End // the range is read: markers and aborted records included
 			}
-			s.next = rec.Offset + 1
-			sp.NumInputRows++
-			bytes += int64(len(rec.Key) + len(rec.Value))
 		}
 		prog.NumInputRows += sp.NumInputRows
 		prog.Sources = append(prog.Sources, sp)

@@ -69,9 +69,6 @@ type Engine struct {
 	ran       int
 }
 
-// queueLimit bounds the records a claim fetches ahead of the batches.
-const queueLimit = 10_000
-
 // New returns an engine for the runtime, logging batches to wal.
 func New(rt *runtime.Runtime, wal *offsets.WAL, cfg Config) (*Engine, error) {
 	if rt == nil || wal == nil {
@@ -145,11 +142,11 @@ func (e *Engine) claim(ctx context.Context, c kafka.Claim) error {
 		return err
 	}
 	defer tasks.Release(task)
-	s := newSource(c, task, queueLimit)
+	s := newSource(c, task)
 	if !e.register(s) {
 		return nil
 	}
-	s.fill(ctx)
+	s.hold(ctx)
 	e.signal()
 	select {
 	case <-s.released:

@@ -9,41 +9,39 @@ import (
 	"github.com/weirstream/weir/offsets"
 )
 
-// source is one claimed partition as the batch loop sees it: the records
-// its claim fetched, queued until a batch takes them. The claim goroutine
-// pushes; the batch loop pops. The queue is bounded, so a claim does not
-// fetch far ahead of the batches.
+// source is one claimed partition as the batch loop sees it. The claim
+// makes the partition this instance's and commits its offsets; the batch
+// loop reads the planned ranges itself, exactly, with runtime.ReadRange —
+// a range ends at its planned offset even when its last offsets hold only
+// transaction markers or aborted records, which a consumer never delivers.
 type source struct {
 	tp   offsets.TopicPartition
 	c    kafka.Claim
 	task *runtime.Task
 
-	mu     sync.Mutex
-	cond   *sync.Cond
-	queue  []kafka.Record
-	closed bool // the claim's Records ended: revoked or stopping
-	limit  int
-
 	// next is the next offset to process; only the batch loop touches it.
 	next int64
+
+	mu     sync.Mutex
+	closed bool // the claim's Records ended: revoked or stopping
 	// released is closed by the batch loop once the source's last batch
 	// is committed; the claim may then return.
 	released chan struct{}
 }
 
-func newSource(c kafka.Claim, task *runtime.Task, limit int) *source {
-	s := &source{
+func newSource(c kafka.Claim, task *runtime.Task) *source {
+	return &source{
 		tp: offsets.TopicPartition{Topic: c.Topic(), Partition: c.Partition()},
-		c:  c, task: task, limit: limit, next: c.InitialOffset(),
+		c:  c, task: task, next: c.InitialOffset(),
 		released: make(chan struct{}),
 	}
-	s.cond = sync.NewCond(&s.mu)
-	return s
 }
 
-// fill copies the claim's records into the queue until the claim ends, ctx
-// is done or the source is released. It runs on the claim goroutine.
-func (s *source) fill(ctx context.Context) {
+// hold keeps the claim until it ends, ctx is done or the source is
+// released. The records the claim's consumer fetches are not used (the
+// batches read their ranges themselves), only drained, so that the claim's
+// end is seen. It runs on the claim goroutine.
+func (s *source) hold(ctx context.Context) {
 	defer s.markClosed()
 	for {
 		select {
@@ -51,30 +49,17 @@ func (s *source) fill(ctx context.Context) {
 			return
 		case <-s.released:
 			return
-		case rec, open := <-s.c.Records():
+		case _, open := <-s.c.Records():
 			if !open {
 				return
 			}
-			s.mu.Lock()
-			for len(s.queue) >= s.limit && !s.closed {
-				s.cond.Wait()
-			}
-			if s.closed {
-				s.mu.Unlock()
-				return
-			}
-			s.queue = append(s.queue, rec)
-			s.cond.Broadcast()
-			s.mu.Unlock()
 		}
 	}
 }
 
-// markClosed records that no more records come and wakes waiters.
 func (s *source) markClosed() {
 	s.mu.Lock()
 	s.closed = true
-	s.cond.Broadcast()
 	s.mu.Unlock()
 }
 
@@ -85,34 +70,7 @@ func (s *source) isClosed() bool {
 	return s.closed
 }
 
-// take returns the next queued record with an offset below end, waiting for
-// one. It returns false when the range is done (a record at or past end is
-// queued, or the offset end-1 was taken) or the claim ended first.
-// Records below s.next (already processed) are skipped.
-func (s *source) take(end int64) (kafka.Record, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for {
-		for len(s.queue) > 0 && s.queue[0].Offset < s.next {
-			s.queue = s.queue[1:]
-		}
-		if len(s.queue) > 0 {
-			rec := s.queue[0]
-			if rec.Offset >= end {
-				return kafka.Record{}, false
-			}
-			s.queue = s.queue[1:]
-			s.cond.Broadcast()
-			return rec, true
-		}
-		if s.closed {
-			return kafka.Record{}, false
-		}
-		s.cond.Wait()
-	}
-}
-
-// release lets the claim return (and stops its fill).
+// release lets the claim return.
 func (s *source) release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -122,5 +80,4 @@ func (s *source) release() {
 		close(s.released)
 	}
 	s.closed = true
-	s.cond.Broadcast()
 }

@@ -217,3 +217,9 @@ func (r *Runtime) Admin() *kafka.Admin { return r.admin }
 
 // ApplicationID returns the application id.
 func (r *Runtime) ApplicationID() string { return r.cfg.ApplicationID }
+
+// ReadRange reads the records of a partition in [from, to) exactly (see
+// kafka.Admin.ReadRange), read_committed under exactly-once.
+func (r *Runtime) ReadRange(ctx context.Context, topic string, partition int32, from, to int64, fn func(kafka.Record) error) error {
+	return r.admin.ReadRange(ctx, topic, partition, from, to, r.readCommitted, fn)
+}

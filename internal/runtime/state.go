@@ -97,7 +97,7 @@ func (t *Task) restore(ctx context.Context, spec statestore.Spec) error {
 	if err != nil {
 		return fmt.Errorf("runtime: restore %q: %w", spec.Name, err)
 	}
-	ends, err := t.rt.changelogEnds(ctx, topic, []int32{p})
+	ends, err := t.rt.EndOffsets(ctx, topic, []int32{p})
 	if err != nil {
 		return fmt.Errorf("runtime: restore %q: %w", spec.Name, err)
 	}
@@ -148,9 +148,10 @@ func (t *Task) restore(ctx context.Context, spec statestore.Spec) error {
 	return nil
 }
 
-// changelogEnds returns where a restore of the partitions ends: the last
-// stable offset under exactly-once, the high watermark otherwise.
-func (r *Runtime) changelogEnds(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error) {
+// EndOffsets returns how far the partitions can be read now: the last
+// stable offset under exactly-once (read_committed), the high watermark
+// otherwise. Restores and micro-batch plans end there.
+func (r *Runtime) EndOffsets(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error) {
 	if r.readCommitted {
 		return r.admin.StableOffsets(ctx, topic, partitions)
 	}
@@ -190,7 +191,7 @@ func (r *Runtime) applyStaged(ctx context.Context) error {
 	}
 	checkpoints := map[badgerstore.StorePartition]int64{}
 	for topic, parts := range dirty {
-		ends, err := r.changelogEnds(ctx, topic, parts)
+		ends, err := r.EndOffsets(ctx, topic, parts)
 		if err != nil {
 			return fmt.Errorf("runtime: checkpoint %q: %w", topic, err)
 		}

@@ -1,0 +1,195 @@
+package weir_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/microbatch"
+	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/statestore/badgerstore"
+)
+
+// Crash tests run instances as child processes — this test binary again,
+// running TestCrashChild — and kill them with SIGKILL in the middle of
+// their epochs or batches. Only the Kafka broker and the state dirs
+// outlive them.
+
+const crashChildEnv = "WEIR_CRASH_CHILD"
+
+// TestCrashChild is the child process: a word-count instance configured by
+// the environment, running until killed (or, on SIGTERM, stopped
+// gracefully). It is skipped in a normal test run.
+func TestCrashChild(t *testing.T) {
+	if os.Getenv(crashChildEnv) == "" {
+		t.Skip("child process of the crash tests")
+	}
+	env := func(k string) string { return os.Getenv("WEIR_CHILD_" + k) }
+	opts := []weir.Option{
+		weir.WithBrokers(strings.Split(env("BROKERS"), ",")...),
+		weir.WithApplicationID(env("APP")),
+		weir.WithStateDir(env("STATE_DIR")),
+		weir.WithGuarantee(weir.ExactlyOnce),
+		weir.WithSessionTimeout(3 * time.Second),
+		weir.WithHeartbeatInterval(300 * time.Millisecond),
+		weir.WithLogger(testLogger()),
+	}
+	if env("MODE") == "micro-batch" {
+		opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: 50}))
+	}
+	app, err := weir.New(wordCountTopology(t, env("IN"), env("OUT")), opts...)
+	require.NoError(t, err)
+	ctx, stop := signalContext()
+	defer stop()
+	require.NoError(t, app.Run(ctx))
+}
+
+// child is a running child instance.
+type child struct {
+	cmd    *exec.Cmd
+	done   chan error
+	exited bool
+	err    error
+}
+
+// wait waits up to d for the child to exit and reports whether it did.
+func (c *child) wait(d time.Duration) bool {
+	if c.exited {
+		return true
+	}
+	select {
+	case c.err = <-c.done:
+		c.exited = true
+	case <-time.After(d):
+	}
+	return c.exited
+}
+
+func startChild(t *testing.T, env *kafkatest.Env, mode, appID, in, out, stateDir string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(),
+		crashChildEnv+"=1",
+		"WEIR_CHILD_BROKERS="+strings.Join(env.Brokers, ","),
+		"WEIR_CHILD_APP="+appID, "WEIR_CHILD_IN="+in, "WEIR_CHILD_OUT="+out,
+		"WEIR_CHILD_STATE_DIR="+stateDir, "WEIR_CHILD_MODE="+mode,
+	)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, cmd.Start())
+	c := &child{cmd: cmd, done: make(chan error, 1)}
+	go func() { c.done <- cmd.Wait() }()
+	t.Cleanup(func() { c.kill(t) })
+	return c
+}
+
+// kill sends SIGKILL and reaps the child; it is a no-op once it exited.
+func (c *child) kill(t *testing.T) {
+	t.Helper()
+	if c.exited {
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGKILL)
+	if !c.wait(10 * time.Second) {
+		t.Error("killed child did not exit")
+	}
+}
+
+// stop sends SIGTERM and expects a clean exit.
+func (c *child) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
+	require.True(t, c.wait(60*time.Second), "child did not stop within 60s")
+	require.NoError(t, c.err, "graceful stop")
+}
+
+// An instance killed with SIGKILL in the middle of its epochs (or batches)
+// and restarted with the same state dir; killed again and replaced by one
+// with an empty state dir, which restores from the changelog; killed again
+// and replaced by a second instance with its own state dir, which takes
+// the partitions over. Every time, under exactly-once, a read_committed
+// reader sees each word's counts as 1, 2, ..., n exactly once, and the
+// store in the last instance's Badger database equals the recomputation
+// from the input.
+func TestStateSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	for _, mode := range []string{"continuous", "micro-batch"} {
+		t.Run(mode, func(t *testing.T) {
+			kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+				testSIGKILL(t, env, mode)
+			})
+		})
+	}
+}
+
+func testSIGKILL(t *testing.T, env *kafkatest.Env, mode string) {
+	in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+	kafkatest.CreateTopic(t, env, in, 4)
+	kafkatest.CreateTopic(t, env, out, 4)
+	appID := kafkatest.GroupID(t)
+	vocab := make([]string, 25)
+	for i := range vocab {
+		vocab[i] = fmt.Sprintf("w%02d", i)
+	}
+	want := map[string]int64{}
+	dirA, dirB, dirC := t.TempDir(), t.TempDir(), t.TempDir()
+
+	// Kill while records keep coming: some epochs are open at the kill.
+	killMidStream := func(c *child, first int) {
+		produceLines(t, env, in, first, 150, vocab, want)
+		time.Sleep(300 * time.Millisecond)
+		produceLines(t, env, in, first+150, 150, vocab, want)
+		c.kill(t)
+	}
+
+	a := startChild(t, env, mode, appID, in, out, dirA)
+	killMidStream(a, 0)
+	a = startChild(t, env, mode, appID, in, out, dirA) // same state dir
+	requireExact(t, want, waitForCounts(t, env, out, want))
+
+	killMidStream(a, 300)
+	b := startChild(t, env, mode, appID, in, out, dirB) // empty state dir
+	requireExact(t, want, waitForCounts(t, env, out, want))
+
+	killMidStream(b, 600)
+	c := startChild(t, env, mode, appID, in, out, dirC) // the partitions move here
+	produceLines(t, env, in, 900, 100, vocab, want)
+	requireExact(t, want, waitForCounts(t, env, out, want))
+	c.stop(t)
+
+	// The committed state in Badger equals the recomputation.
+	db, err := badgerstore.Open(filepath.Join(dirC, "stores"), badgerstore.Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer db.Close()
+	for w, n := range want {
+		found := false
+		for p := int32(0); p < 4 && !found; p++ {
+			v, ok, err := db.Get("counts", p, []byte(w))
+			require.NoError(t, err)
+			if ok {
+				got, err := serde.Int64().Deserialize("counts", v)
+				require.NoError(t, err)
+				require.Equal(t, n, got, "store value of %s", w)
+				found = true
+			}
+		}
+		require.True(t, found, "word %s is in the store", w)
+	}
+}
+
+// signalContext is cancelled by SIGTERM or SIGINT.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+}
