@@ -163,7 +163,7 @@ func (r *Runtime) EndOffsets(ctx context.Context, topic string, partitions []int
 func (r *Runtime) applyStaged(ctx context.Context) error {
 	var changes []badgerstore.Change
 	dirty := map[string][]int32{} // changelog topic -> partitions
-	stores := map[string]string{}  // changelog topic -> store
+	stores := map[string]string{} // changelog topic -> store
 	var written []stagedStore
 	err := r.tasks.eachTask(func(t *Task) error {
 		for _, st := range t.staged {
