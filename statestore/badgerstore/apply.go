@@ -1,0 +1,216 @@
+package badgerstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/weirstream/weir/statestore"
+)
+
+// Change is one write of a committed epoch or batch to one store partition,
+// as Apply takes it: what a staging overlay's Changes returns, with the
+// store named.
+type Change struct {
+	// Store and Partition name the store partition.
+	Store     string
+	Partition int32
+	// Kind is the store's kind; it selects how Key is read.
+	Kind statestore.Kind
+	// Key is the store-level key: the key of a key-value store, the
+	// statestore.EncodeWindowKey key of a window store, the
+	// statestore.EncodeSessionKey key of a session store.
+	Key []byte
+	// Value is the new value; nil deletes.
+	Value []byte
+}
+
+// StorePartition names one partition of one store.
+type StorePartition struct {
+	Store     string
+	Partition int32
+}
+
+// Apply writes changes and checkpoints: for each store partition in
+// checkpoints, the changelog offset up to which its state now reflects the
+// changelog — the engine picks the convention, such as the offset of the
+// next record to restore from. A later change of a key wins over an earlier
+// one; store partitions that have no change may still get a checkpoint.
+//
+// Apply validates everything first and writes nothing if an argument is
+// invalid (an error wrapping ErrInvalid, or statestore.ErrInvalidSession for
+// an inverted session) or a store partition is recorded as another kind.
+// It then writes everything in one Badger transaction, so after a crash
+// either all of it is there or none. A set too large for one transaction
+// (see DefaultMemTableSize) is split: the changes go first, through a
+// Badger WriteBatch of several transactions, and the checkpoints last, in a
+// transaction of their own, so a checkpoint is never ahead of its data. A
+// crash in between leaves some changes of the set applied under the old
+// checkpoints; restoring from them replays the changelog over those rows,
+// which rewrites them with the same values, so the state is still exact.
+func (db *DB) Apply(changes []Change, checkpoints map[StorePartition]int64) error {
+	if err := db.acquire(); err != nil {
+		return err
+	}
+	defer db.release()
+	if db.readOnly {
+		return ErrReadOnly
+	}
+	data, kinds, err := changeOps(changes)
+	if err != nil {
+		return fmt.Errorf("badgerstore: apply: %w", err)
+	}
+	var marks []op
+	for sp, kind := range kinds {
+		key := metaKey(metaKind, sp.Store, sp.Partition)
+		recorded, ok, err := db.kindOf(key)
+		switch {
+		case err != nil:
+			return fmt.Errorf("badgerstore: apply: %w", err)
+		case ok && recorded != kind:
+			return fmt.Errorf("badgerstore: apply: %w: %s changes to store %q partition %d, which the database holds as a %s store",
+				ErrInvalid, kind, sp.Store, sp.Partition, recorded)
+		case !ok:
+			marks = append(marks, op{key: key, value: []byte{byte(kind)}})
+		}
+	}
+	ckpts := make([]op, 0, len(checkpoints))
+	for sp, offset := range checkpoints {
+		if err := validateName(sp.Store); err != nil {
+			return fmt.Errorf("badgerstore: apply: checkpoint: %w", err)
+		}
+		if offset < 0 {
+			return fmt.Errorf("badgerstore: apply: %w: negative checkpoint %d for store %q partition %d", ErrInvalid, offset, sp.Store, sp.Partition)
+		}
+		ckpts = append(ckpts, op{
+			key:   metaKey(metaCheckpoint, sp.Store, sp.Partition),
+			value: binary.BigEndian.AppendUint64(nil, uint64(offset)),
+		})
+	}
+
+	rows := append(marks, data...)
+	err = db.commit(append(rows[:len(rows):len(rows)], ckpts...))
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		db.logger.Debug("badgerstore: apply split over several transactions", "rows", len(rows), "checkpoints", len(ckpts))
+		if err = db.writeBatch(rows); err == nil {
+			err = db.write(ckpts)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("badgerstore: apply %d changes: %w", len(changes), err)
+	}
+	return nil
+}
+
+// changeOps validates changes and returns their row writes, a later change
+// of a row replacing an earlier one in place, and the kind of each store
+// partition they write.
+func changeOps(changes []Change) ([]op, map[StorePartition]statestore.Kind, error) {
+	ops := make([]op, 0, 2*len(changes))
+	kinds := make(map[StorePartition]statestore.Kind)
+	prefixes := make(map[StorePartition][]byte)
+	seen := make(map[string]int, len(changes)) // data key → position in ops
+	for i, c := range changes {
+		sp := StorePartition{c.Store, c.Partition}
+		prefix, ok := prefixes[sp]
+		if !ok {
+			if err := validateName(c.Store); err != nil {
+				return nil, nil, fmt.Errorf("change %d: %w", i, err)
+			}
+			prefix = partitionPrefix(c.Store, c.Partition)
+			prefixes[sp] = prefix
+			kinds[sp] = c.Kind
+		} else if kinds[sp] != c.Kind {
+			return nil, nil, fmt.Errorf("change %d: %w: %s change to store %q partition %d after %s changes",
+				i, ErrInvalid, c.Kind, c.Store, c.Partition, kinds[sp])
+		}
+		data, index, err := rows(c.Kind, prefix, c.Key)
+		if err != nil {
+			return nil, nil, fmt.Errorf("change %d to store %q partition %d: %w: %w", i, c.Store, c.Partition, ErrInvalid, err)
+		}
+		if c.Kind == statestore.KindSession && c.Value != nil {
+			if _, start, end, _ := statestore.DecodeSessionKey(c.Key); end.Before(start) {
+				return nil, nil, fmt.Errorf("change %d to store %q partition %d: %w", i, c.Store, c.Partition, statestore.ErrInvalidSession)
+			}
+		}
+		writes := []op{{key: data, value: c.Value, del: c.Value == nil}}
+		if index != nil {
+			writes = append(writes, op{key: index, value: []byte{}, del: c.Value == nil})
+		}
+		if at, ok := seen[string(data)]; ok {
+			copy(ops[at:], writes)
+			continue
+		}
+		seen[string(data)] = len(ops)
+		ops = append(ops, writes...)
+	}
+	return ops, kinds, nil
+}
+
+// Checkpoint returns the changelog offset recorded for the store partition
+// by the last Apply that named it, and whether there is one: the offset up
+// to which the store's committed state reflects its changelog. None means
+// the state cannot be trusted: wipe it with DropPartition and restore the
+// whole changelog.
+func (db *DB) Checkpoint(store string, partition int32) (offset int64, ok bool, err error) {
+	if err := validateName(store); err != nil {
+		return 0, false, fmt.Errorf("badgerstore: checkpoint: %w", err)
+	}
+	key := metaKey(metaCheckpoint, store, partition)
+	err = db.view(func(txn *badger.Txn) error {
+		item, err := txn.Get(key)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			if len(v) != 8 || int64(binary.BigEndian.Uint64(v)) < 0 {
+				return fmt.Errorf("%w: checkpoint %v", ErrCorrupt, v)
+			}
+			offset, ok = int64(binary.BigEndian.Uint64(v)), true
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("badgerstore: checkpoint of store %q partition %d: %w", store, partition, err)
+	}
+	return offset, ok, nil
+}
+
+// DropPartition deletes every row of the store partition, its checkpoint
+// and its kind record: for a task whose state must be rebuilt from the
+// changelog (a corrupt or missing checkpoint). Open handles of the store
+// stay usable and see it empty. The checkpoint goes first, so a crash in
+// the middle leaves rows without a checkpoint, which restore wipes again,
+// never a checkpoint over missing rows.
+//
+// It uses Badger's DropPrefix, which stops all writes to the database while
+// it runs; operations on the DB wait for it.
+func (db *DB) DropPartition(store string, partition int32) error {
+	if err := validateName(store); err != nil {
+		return fmt.Errorf("badgerstore: drop partition: %w", err)
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return ErrClosed
+	}
+	if db.readOnly {
+		return ErrReadOnly
+	}
+	err := db.commit([]op{
+		{key: metaKey(metaCheckpoint, store, partition), del: true},
+		{key: metaKey(metaKind, store, partition), del: true},
+	})
+	if err == nil {
+		err = db.bdb.DropPrefix(partitionPrefix(store, partition))
+	}
+	if err != nil {
+		return fmt.Errorf("badgerstore: drop store %q partition %d: %w", store, partition, err)
+	}
+	return nil
+}

@@ -1,0 +1,246 @@
+package statestore
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// mergedIter walks the staged writes of an overlay and its base's entries
+// together, in the store's order. A staged entry wins over the base's entry
+// with the same identity (cmp == 0), and a staged delete hides it.
+//
+// One type serves the three kinds: it implements Iterator, WindowIterator
+// and SessionIterator. The overlay side reads a snapshot of the staged tree;
+// the base side is the base's own iterator, which reads a snapshot too. It
+// is not safe for concurrent use.
+type mergedIter struct {
+	closed *atomic.Bool // the overlay's
+	cmp    func(a, b stagedItem) int
+
+	// over returns the next staged item in range, deletes included; nil
+	// once the iterator is released.
+	over      func() (stagedItem, bool)
+	overClose func()
+	// base returns the next base entry in range; nil if there is none.
+	base      func() (stagedItem, bool, error)
+	baseClose func() error
+
+	started        bool
+	overHead       stagedItem
+	overOK, baseOK bool
+	baseHead       stagedItem
+
+	item  stagedItem
+	valid bool
+	done  bool
+	err   error
+	// baseErr is the base's failure, reported by the Next after the one
+	// that read ahead into it, so the entry before it is still yielded.
+	baseErr error
+}
+
+var (
+	_ Iterator        = (*mergedIter)(nil)
+	_ WindowIterator  = (*mergedIter)(nil)
+	_ SessionIterator = (*mergedIter)(nil)
+)
+
+// Next advances to the next entry. It returns false at the end, after
+// Close, once the overlay is closed (then Err returns ErrClosed), or when
+// the base's iterator fails (then Err returns its error).
+func (m *mergedIter) Next() bool {
+	m.item, m.valid = stagedItem{}, false
+	if m.done {
+		return false
+	}
+	if m.over == nil || m.closed.Load() {
+		m.finish(ErrClosed)
+		return false
+	}
+	if !m.started {
+		m.started = true
+		m.advanceOver()
+		m.advanceBase()
+	}
+	if m.baseErr != nil {
+		m.finish(m.baseErr)
+		return false
+	}
+	for m.overOK || m.baseOK {
+		c := 0
+		switch {
+		case !m.baseOK:
+			c = -1
+		case !m.overOK:
+			c = 1
+		default:
+			c = m.cmp(m.overHead, m.baseHead)
+		}
+		if c > 0 {
+			item := m.baseHead
+			m.advanceBase()
+			m.item, m.valid = item, true
+			return true
+		}
+		item := m.overHead
+		m.advanceOver()
+		if c == 0 {
+			m.advanceBase()
+		}
+		if m.baseErr != nil {
+			m.finish(m.baseErr)
+			return false
+		}
+		if !item.del {
+			m.item, m.valid = item, true
+			return true
+		}
+	}
+	m.finish(nil)
+	return false
+}
+
+func (m *mergedIter) advanceOver() {
+	m.overHead, m.overOK = m.over()
+}
+
+// advanceBase reads the base's next entry; a failure ends the base side
+// and is kept in baseErr.
+func (m *mergedIter) advanceBase() {
+	if m.base == nil || m.baseErr != nil {
+		m.baseOK = false
+		return
+	}
+	m.baseHead, m.baseOK, m.baseErr = m.base()
+	if m.baseErr != nil {
+		m.baseOK = false
+	}
+}
+
+// finish ends the iteration with err and releases both sides.
+func (m *mergedIter) finish(err error) {
+	m.done, m.err = true, err
+	if cerr := m.release(); m.err == nil {
+		m.err = cerr
+	}
+}
+
+func (m *mergedIter) release() error {
+	m.over = nil
+	m.overOK, m.baseOK = false, false
+	if m.overClose != nil {
+		m.overClose()
+		m.overClose = nil
+	}
+	var err error
+	if m.baseClose != nil {
+		err = m.baseClose()
+		m.baseClose, m.base = nil, nil
+	}
+	return err
+}
+
+// Key returns a copy of the current key, or nil when not positioned on one.
+func (m *mergedIter) Key() []byte {
+	if !m.valid {
+		return nil
+	}
+	return cloneNonNil(m.item.key)
+}
+
+// Value returns a copy of the current value, or nil when not positioned on
+// one.
+func (m *mergedIter) Value() []byte {
+	if !m.valid {
+		return nil
+	}
+	return cloneNonNil(m.item.value)
+}
+
+// Window returns the start of the current window (window stores).
+func (m *mergedIter) Window() time.Time { return m.Start() }
+
+// Start returns the start of the current window or session.
+func (m *mergedIter) Start() time.Time {
+	if !m.valid {
+		return time.Time{}
+	}
+	return time.UnixMilli(m.item.start)
+}
+
+// End returns the end of the current session (session stores).
+func (m *mergedIter) End() time.Time {
+	if !m.valid {
+		return time.Time{}
+	}
+	return time.UnixMilli(m.item.end)
+}
+
+// Err returns the error that ended the iteration, if any.
+func (m *mergedIter) Err() error { return m.err }
+
+// Close releases both sides. It is idempotent; Next after Close returns
+// false and Err then returns ErrClosed, unless the iteration had ended.
+func (m *mergedIter) Close() error {
+	m.item, m.valid = stagedItem{}, false
+	return m.release()
+}
+
+// treeSource returns an overlay source over a snapshot of tree: a cursor,
+// positioned by seek when non-nil, whose items go through step. step returns
+// the item to yield, or skip to read on, or stop to end; it may reposition
+// the cursor.
+func treeSource(tree *btree[stagedItem], cmp func(a, b stagedItem) int, seek *stagedItem,
+	step func(cur *btreeCursor[stagedItem], item stagedItem) (skip, stop bool),
+) (func() (stagedItem, bool), func()) {
+	cur := newBtreeCursor(cmp, tree.snapshot())
+	if seek != nil {
+		cur.Seek(*seek)
+	}
+	next := func() (stagedItem, bool) {
+		for {
+			item, ok := cur.Next()
+			if !ok {
+				return stagedItem{}, false
+			}
+			skip, stop := step(cur, item)
+			if stop {
+				return stagedItem{}, false
+			}
+			if !skip {
+				return item, true
+			}
+		}
+	}
+	return next, cur.Close
+}
+
+// baseKV adapts a base Iterator to a merge source.
+func baseKV(it Iterator) (func() (stagedItem, bool, error), func() error) {
+	return func() (stagedItem, bool, error) {
+		if !it.Next() {
+			return stagedItem{}, false, it.Err()
+		}
+		return stagedItem{key: it.Key(), value: it.Value()}, true, nil
+	}, it.Close
+}
+
+// baseWindows adapts a base WindowIterator to a merge source.
+func baseWindows(it WindowIterator) (func() (stagedItem, bool, error), func() error) {
+	return func() (stagedItem, bool, error) {
+		if !it.Next() {
+			return stagedItem{}, false, it.Err()
+		}
+		return stagedItem{key: it.Key(), start: it.Window().UnixMilli(), value: it.Value()}, true, nil
+	}, it.Close
+}
+
+// baseSessions adapts a base SessionIterator to a merge source.
+func baseSessions(it SessionIterator) (func() (stagedItem, bool, error), func() error) {
+	return func() (stagedItem, bool, error) {
+		if !it.Next() {
+			return stagedItem{}, false, it.Err()
+		}
+		return stagedItem{key: it.Key(), start: it.Start().UnixMilli(), end: it.End().UnixMilli(), value: it.Value()}, true, nil
+	}, it.Close
+}
