@@ -42,9 +42,10 @@ type instance struct {
 	done   chan error
 }
 
-func startInstance(t *testing.T, topo *topology.Topology, env *kafkatest.Env, appID string, opts ...weir.Option) *instance {
-	t.Helper()
-	app, err := weir.New(topo, append([]weir.Option{
+// baseOptions are the options every test instance uses: its own state
+// dir, short group timeouts, 50 ms epochs.
+func baseOptions(t *testing.T, env *kafkatest.Env, appID string) []weir.Option {
+	return []weir.Option{
 		weir.WithBrokers(env.Brokers...),
 		weir.WithApplicationID(appID),
 		weir.WithStateDir(t.TempDir()),
@@ -52,7 +53,12 @@ func startInstance(t *testing.T, topo *topology.Topology, env *kafkatest.Env, ap
 		weir.WithHeartbeatInterval(500 * time.Millisecond),
 		weir.WithEpochInterval(50 * time.Millisecond),
 		weir.WithLogger(testLogger()),
-	}, opts...)...)
+	}
+}
+
+func startInstance(t *testing.T, topo *topology.Topology, env *kafkatest.Env, appID string, opts ...weir.Option) *instance {
+	t.Helper()
+	app, err := weir.New(topo, append(baseOptions(t, env, appID), opts...)...)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &instance{cancel: cancel, done: make(chan error, 1)}
