@@ -2,16 +2,16 @@ package offsets
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+
+	"github.com/weirstream/weir/internal/badgerlog"
 )
 
 // DefaultRetain is how many batches and epochs a namespace keeps when
@@ -90,7 +90,7 @@ func badgerOptions(dir string, logger *slog.Logger) badger.Options {
 		// The point of a write-ahead log: a plan is on disk before its
 		// batch runs.
 		WithSyncWrites(true).
-		WithLogger(slogAdapter{logger}).
+		WithLogger(badgerlog.New(logger)).
 		// 8 MB is the smallest memtable that keeps the default 1 MB value
 		// threshold valid (a transaction may use 15% of a memtable), so
 		// every value stays in the LSM tree and the value log needs no
@@ -235,23 +235,4 @@ func (l *Log) update(fn func(*badger.Txn) error) error {
 		return ErrClosed
 	}
 	return l.db.Update(fn)
-}
-
-// slogAdapter passes Badger's log lines to slog: errors and warnings at
-// their level, informational and debug lines at debug level.
-type slogAdapter struct{ l *slog.Logger }
-
-var _ badger.Logger = slogAdapter{}
-
-func (a slogAdapter) Errorf(f string, args ...any)   { a.log(slog.LevelError, f, args) }
-func (a slogAdapter) Warningf(f string, args ...any) { a.log(slog.LevelWarn, f, args) }
-func (a slogAdapter) Infof(f string, args ...any)    { a.log(slog.LevelDebug, f, args) }
-func (a slogAdapter) Debugf(f string, args ...any)   { a.log(slog.LevelDebug, f, args) }
-
-func (a slogAdapter) log(level slog.Level, f string, args []any) {
-	ctx := context.Background()
-	if !a.l.Enabled(ctx, level) {
-		return
-	}
-	a.l.Log(ctx, level, "badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)))
 }

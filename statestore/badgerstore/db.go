@@ -2,16 +2,15 @@ package badgerstore
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 
+	"github.com/weirstream/weir/internal/badgerlog"
 	"github.com/weirstream/weir/statestore"
 )
 
@@ -128,7 +127,7 @@ func badgerOptions(dir string, opts Options, logger *slog.Logger) badger.Options
 	return badger.DefaultOptions(dir).
 		WithSyncWrites(opts.SyncWrites).
 		WithReadOnly(opts.ReadOnly).
-		WithLogger(slogAdapter{logger}).
+		WithLogger(badgerlog.New(logger)).
 		WithMemTableSize(memTable).
 		WithNumMemtables(2).
 		// Values up to 1 MB (less with memtables under 7 MB) stay in the
@@ -298,23 +297,4 @@ func (db *DB) writeBatch(ops []op) error {
 		}
 	}
 	return wb.Flush()
-}
-
-// slogAdapter passes Badger's log lines to slog: errors and warnings at
-// their level, informational and debug lines at debug level.
-type slogAdapter struct{ l *slog.Logger }
-
-var _ badger.Logger = slogAdapter{}
-
-func (a slogAdapter) Errorf(f string, args ...any)   { a.log(slog.LevelError, f, args) }
-func (a slogAdapter) Warningf(f string, args ...any) { a.log(slog.LevelWarn, f, args) }
-func (a slogAdapter) Infof(f string, args ...any)    { a.log(slog.LevelDebug, f, args) }
-func (a slogAdapter) Debugf(f string, args ...any)   { a.log(slog.LevelDebug, f, args) }
-
-func (a slogAdapter) log(level slog.Level, f string, args []any) {
-	ctx := context.Background()
-	if !a.l.Enabled(ctx, level) {
-		return
-	}
-	a.l.Log(ctx, level, "badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)))
 }
