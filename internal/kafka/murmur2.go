@@ -75,7 +75,10 @@ var (
 	_ sarama.DynamicConsistencyPartitioner = (*keyPartitioner)(nil)
 )
 
-func newKeyPartitioner(string) sarama.Partitioner { return &keyPartitioner{} }
+// NewKeyPartitioner is the sarama.PartitionerConstructor of weir's
+// producers — this package's at-least-once one and the transactional one
+// in exactlyonce — so both partition records the same way.
+func NewKeyPartitioner(string) sarama.Partitioner { return &keyPartitioner{} }
 
 // Partition implements sarama.Partitioner. numPartitions counts all
 // partitions when MessageRequiresConsistency is true, only the writable

@@ -55,7 +55,7 @@ func TestPartitionForKeyRejectsNoPartitions(t *testing.T) {
 }
 
 func TestKeyPartitioner(t *testing.T) {
-	p := newKeyPartitioner("t")
+	p := NewKeyPartitioner("t")
 	dyn := p.(sarama.DynamicConsistencyPartitioner)
 
 	explicit := &sarama.ProducerMessage{Topic: "t", Partition: 2}
