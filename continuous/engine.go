@@ -170,6 +170,14 @@ func (e *Engine) claim(ctx context.Context, c kafka.Claim) error {
 				return e.endEpoch(ctx, c)
 			}
 			e.barrier.RLock()
+			select {
+			case <-rewind:
+				// Rewound while this record waited: its session is over;
+				// processing it would put it in the next transaction.
+				e.barrier.RUnlock()
+				return nil
+			default:
+			}
 			err := task.Process(ctx, rec)
 			if err == nil {
 				e.advance(tp, rec.Offset+1)

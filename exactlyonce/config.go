@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -135,11 +134,16 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: transaction timeout %v is not below the group session timeout %v",
 			ErrConfig, c.TransactionTimeout, c.SessionTimeout)
 	}
-	return nil
+	if c.RequestTimeout < 10*time.Millisecond {
+		return fmt.Errorf("%w: request timeout %v below 10ms", ErrConfig, c.RequestTimeout)
+	}
+	_, err := c.saramaConfig(newConnWatch()) // what sarama itself checks
+	return err
 }
 
-// saramaConfig builds the transactional producer's sarama configuration;
-// dialer watches its connections. c has its defaults.
+// saramaConfig builds a transactional producer's sarama configuration (a
+// new one per producer: sarama's metrics registry lives in it); dialer
+// watches its connections. c has its defaults.
 func (c Config) saramaConfig(dialer *connWatch) (*sarama.Config, error) {
 	sc := sarama.NewConfig()
 	sc.Version = protocolVersion
@@ -158,7 +162,6 @@ func (c Config) saramaConfig(dialer *connWatch) (*sarama.Config, error) {
 	sc.Net.WriteTimeout = c.RequestTimeout
 	// sarama dials through Net.Proxy.Dialer when set; TLS is layered on
 	// top, so the watch sees every byte-level failure (see connWatch).
-	dialer.dialer.Timeout = sc.Net.DialTimeout
 	sc.Net.Proxy.Enable = true
 	sc.Net.Proxy.Dialer = dialer
 	if c.Kafka.TLS != nil {
@@ -178,12 +181,12 @@ func (c Config) saramaConfig(dialer *connWatch) (*sarama.Config, error) {
 	sc.Net.MaxOpenRequests = 1
 	sc.Producer.Idempotent = true
 	sc.Producer.RequiredAcks = sarama.WaitForAll
-	sc.Producer.Timeout = min(10*time.Second, (c.RequestTimeout*2/3).Truncate(time.Millisecond))
+	sc.Producer.Timeout = min(10*time.Second, (c.RequestTimeout * 2 / 3).Truncate(time.Millisecond))
 	sc.Producer.Retry.Max = 5
 	sc.Producer.Retry.Backoff = 100 * time.Millisecond
 	sc.Producer.Return.Successes = true
 	sc.Producer.Return.Errors = true
-	sc.Producer.Partitioner = newKeyPartitioner
+	sc.Producer.Partitioner = kafka.NewKeyPartitioner
 
 	sc.Producer.Transaction.ID = c.TransactionalID
 	sc.Producer.Transaction.Timeout = c.TransactionTimeout
@@ -198,49 +201,6 @@ func (c Config) saramaConfig(dialer *connWatch) (*sarama.Config, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return sc, nil
-}
-
-// keyPartitioner partitions like internal/kafka's at-least-once producer
-// (whose partitioner is unexported): an explicit partition (>= 0) as is, a
-// non-nil key by [kafka.PartitionForKey] (the Java client's murmur2), a nil
-// key round robin over the writable partitions.
-type keyPartitioner struct {
-	next atomic.Uint32
-}
-
-var (
-	_ sarama.Partitioner                   = (*keyPartitioner)(nil)
-	_ sarama.DynamicConsistencyPartitioner = (*keyPartitioner)(nil)
-)
-
-func newKeyPartitioner(string) sarama.Partitioner { return &keyPartitioner{} }
-
-// Partition implements sarama.Partitioner.
-func (p *keyPartitioner) Partition(msg *sarama.ProducerMessage, numPartitions int32) (int32, error) {
-	if msg.Partition >= 0 {
-		if msg.Partition >= numPartitions {
-			return 0, fmt.Errorf("exactlyonce: partition %d out of range: topic %q has %d partitions: %w",
-				msg.Partition, msg.Topic, numPartitions, sarama.ErrInvalidPartition)
-		}
-		return msg.Partition, nil
-	}
-	if msg.Key == nil {
-		return int32((p.next.Add(1) - 1) % uint32(numPartitions)), nil
-	}
-	key, err := msg.Key.Encode()
-	if err != nil {
-		return 0, fmt.Errorf("exactlyonce: encode key: %w", err)
-	}
-	return kafka.PartitionForKey(key, numPartitions)
-}
-
-// RequiresConsistency implements sarama.Partitioner.
-func (p *keyPartitioner) RequiresConsistency() bool { return true }
-
-// MessageRequiresConsistency implements sarama.DynamicConsistencyPartitioner:
-// only null-key records may go to whichever partition is writable.
-func (p *keyPartitioner) MessageRequiresConsistency(msg *sarama.ProducerMessage) bool {
-	return msg.Partition >= 0 || msg.Key != nil
 }
 
 // messageFromRecord builds the sarama message for r.

@@ -25,12 +25,13 @@ func TestConfigValidate(t *testing.T) {
 		mod  func(*exactlyonce.Config)
 		want string
 	}{
-		"empty id":          {func(c *exactlyonce.Config) { c.TransactionalID = "" }, "empty transactional id"},
-		"no brokers":        {func(c *exactlyonce.Config) { c.Kafka.Brokers = nil }, "no brokers"},
-		"timeout = session": {func(c *exactlyonce.Config) { c.TransactionTimeout, c.SessionTimeout = 10 * time.Second, 10 * time.Second }, "not below"},
-		"timeout > session": {func(c *exactlyonce.Config) { c.TransactionTimeout = time.Minute }, "not below"}, // default session 45 s
-		"negative timeout":  {func(c *exactlyonce.Config) { c.RequestTimeout = -time.Second }, "negative"},
-		"tiny timeout":      {func(c *exactlyonce.Config) { c.TransactionTimeout = time.Microsecond }, "out of range"},
+		"empty id":             {func(c *exactlyonce.Config) { c.TransactionalID = "" }, "empty transactional id"},
+		"no brokers":           {func(c *exactlyonce.Config) { c.Kafka.Brokers = nil }, "no brokers"},
+		"timeout = session":    {func(c *exactlyonce.Config) { c.TransactionTimeout, c.SessionTimeout = 10*time.Second, 10*time.Second }, "not below"},
+		"timeout > session":    {func(c *exactlyonce.Config) { c.TransactionTimeout = time.Minute }, "not below"}, // default session 45 s
+		"negative timeout":     {func(c *exactlyonce.Config) { c.RequestTimeout = -time.Second }, "negative"},
+		"tiny timeout":         {func(c *exactlyonce.Config) { c.TransactionTimeout = time.Microsecond }, "out of range"},
+		"tiny request timeout": {func(c *exactlyonce.Config) { c.RequestTimeout = time.Millisecond }, "request timeout"},
 		"scram": {func(c *exactlyonce.Config) {
 			c.Kafka.SASL = &kafka.SASL{Mechanism: kafka.SASLScramSHA256, User: "u", Password: "p"}
 		}, "not supported"},

@@ -9,10 +9,11 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// The kinds of transaction failure. Every error of Begin, Send, Commit,
-// Abort and Reset that is not a usage error (ErrNoTransaction,
-// ErrTransactionOpen, ErrClosed, an invalid argument) is an [*Error] whose
-// Kind is one of these; switch on them with errors.Is:
+// The kinds of transaction failure. Every error of New, Begin, Send,
+// Commit, Abort and Reset is an [*Error] whose Kind is one of these, except
+// usage errors (ErrConfig, ErrNoTransaction, ErrTransactionOpen,
+// ErrClosed, an invalid argument) and a ctx that ended before Send or
+// Abort did anything. Switch on them with errors.Is:
 //
 //	switch err := s.Commit(ctx, offsets, gm); {
 //	case err == nil:
@@ -63,8 +64,8 @@ var (
 	// ErrNoTransaction is returned by Send and Commit when no transaction
 	// is open (Begin was not called, or Commit or Abort already started).
 	ErrNoTransaction = errors.New("exactlyonce: no open transaction")
-	// ErrTransactionOpen is returned by Begin and Reset while a
-	// transaction is open: Commit or Abort it first.
+	// ErrTransactionOpen is returned by Begin while a transaction is
+	// open: Commit or Abort it first.
 	ErrTransactionOpen = errors.New("exactlyonce: transaction already open")
 	// ErrClosed is returned by every method of a closed Session.
 	ErrClosed = errors.New("exactlyonce: session closed")
@@ -166,6 +167,7 @@ func permanentError(err error) bool {
 	var ce sarama.ConfigurationError
 	var pe sarama.PacketEncodingError
 	return errors.As(err, &ce) || errors.As(err, &pe) ||
+		errors.Is(err, sarama.ErrInvalidPartition) || // an explicit partition out of range
 		errors.Is(err, sarama.ErrMessageSizeTooLarge) ||
 		errors.Is(err, sarama.ErrMessageSetSizeTooLarge) ||
 		errors.Is(err, sarama.ErrInvalidRecord) ||

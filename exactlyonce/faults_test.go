@@ -114,7 +114,7 @@ func runFaultCase(t *testing.T, env *kafkatest.Env, c faultCase) {
 		require.Equal(t, c.err.Code, kafkaCode(t, xe.Err), "cause: %v", err)
 		require.Positive(t, h.Hits())
 		h.Remove() // the cause is gone
-		require.Equal(t, values(one), f.visible(t), "nothing of the failed transaction is visible")
+		f.requireVisible(t, values(one), "nothing of the failed transaction is visible")
 
 		// A failed transaction takes no more records.
 		require.ErrorIs(t, s.Send(ctx(t), two[0]), c.want)
@@ -131,11 +131,11 @@ func runFaultCase(t *testing.T, env *kafkatest.Env, c faultCase) {
 		require.Equal(t, [2]int64{1, 1}, f.committed(t), "the offsets did not move: redo")
 		require.NoError(t, f.txn(t, s, two, f.offsets(2, 2)))
 	}
-	require.Equal(t, values(one, two), f.visible(t))
+	f.requireVisible(t, values(one, two))
 	require.Equal(t, [2]int64{2, 2}, f.committed(t))
 
 	require.NoError(t, f.txn(t, s, three, f.offsets(3, 3)))
-	require.Equal(t, values(one, two, three), f.visible(t))
+	f.requireVisible(t, values(one, two, three))
 	require.Equal(t, [2]int64{3, 3}, f.committed(t))
 }
 

@@ -119,6 +119,24 @@ func (f *fixture) visible(t *testing.T) []string {
 	return out
 }
 
+// requireVisible waits until a read_committed consumer sees exactly want
+// (sorted) in the output topic. Kafka answers EndTxn before it writes the
+// transaction markers, so the last stable offset may lag a commit for a
+// moment; kfake writes them at once.
+func (f *fixture) requireVisible(t *testing.T, want []string, msgAndArgs ...any) {
+	t.Helper()
+	var got []string
+	deadline := time.Now().Add(kafkatest.Timeout)
+	for {
+		got = f.visible(t)
+		if slices.Equal(got, want) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Equal(t, want, got, msgAndArgs...)
+}
+
 // values returns the sorted values of rs.
 func values(rs ...[]kafka.Record) []string {
 	var out []string

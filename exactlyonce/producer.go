@@ -27,8 +27,12 @@ import (
 //
 // It is safe for concurrent use.
 type connWatch struct {
-	dialer   net.Dialer
+	dialer   net.Dialer // read-only after newConnWatch
 	failures atomic.Uint64
+}
+
+func newConnWatch() *connWatch {
+	return &connWatch{dialer: net.Dialer{Timeout: sarama.NewConfig().Net.DialTimeout}}
 }
 
 // Dial implements sarama's proxy.Dialer.
@@ -150,8 +154,11 @@ func (p *producer) drainErrors() {
 		if pe.Msg != nil {
 			err = &kafka.PartitionError{Topic: pe.Msg.Topic, Partition: pe.Msg.Partition, Err: pe.Err}
 		}
-		p.log.Warn("exactlyonce: record failed", "err", err)
-		p.t.done(err)
+		if p.t.done(err) {
+			p.log.Warn("exactlyonce: record failed; the transaction cannot commit", "err", err)
+		} else {
+			p.log.Debug("exactlyonce: record failed", "err", err)
+		}
 	}
 }
 
@@ -180,24 +187,26 @@ func (t *tracker) add() {
 	t.n++
 }
 
-// done records the outcome of a record (nil: delivered, or not sent).
-func (t *tracker) done(err error) {
+// done records the outcome of a record (nil: delivered, or not sent). It
+// reports whether err is the transaction's first failure.
+func (t *tracker) done(err error) (first bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err != nil {
 		if t.firstErr == nil {
-			t.firstErr = err
+			t.firstErr, first = err, true
 		} else {
 			t.moreErrs++
 		}
 	}
 	if t.n == 0 {
-		return // cannot happen: every done has its add
+		return first // cannot happen: every done has its add
 	}
 	t.n--
 	if t.n == 0 {
 		close(t.idleCh)
 	}
+	return first
 }
 
 // idle returns a channel closed once every record added so far has its

@@ -17,8 +17,9 @@ import (
 	"github.com/weirstream/weir/internal/kafka"
 )
 
-// TopicPartition names one partition of a Kafka topic. It has the shape of
-// offsets.TopicPartition, so a value converts with a type conversion.
+// TopicPartition names one partition of a Kafka topic; it is comparable,
+// a map key. It has the shape of offsets.TopicPartition, so a value
+// converts with a type conversion.
 type TopicPartition struct {
 	Topic     string
 	Partition int32
@@ -51,14 +52,15 @@ const (
 // transaction or fails with ErrNoTransaction.
 type Session struct {
 	cfg   Config // with defaults
-	sc    *sarama.Config
 	log   *slog.Logger
 	watch *connWatch
 	bg    calls // producer opens, and closes of replaced producers
 
 	op sync.Mutex // serializes Begin, Commit, Abort, Reset and Close
 
-	mu      sync.RWMutex // guards the fields below; Send holds it shared
+	// mu guards the fields below; Send holds it shared. They are written
+	// with op held too, so op's holder may read them without mu.
+	mu      sync.RWMutex
 	state   state
 	p       *producer // nil until an init succeeds
 	end     *txnEnd   // the open transaction's end signal
@@ -87,21 +89,15 @@ func New(ctx context.Context, cfg Config) (*Session, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	watch := &connWatch{}
-	sc, err := cfg.saramaConfig(watch)
-	if err != nil {
-		return nil, err
-	}
 	s := &Session{
 		cfg:     cfg,
-		sc:      sc,
 		log:     cfg.Logger.With("transactional_id", cfg.TransactionalID),
-		watch:   watch,
+		watch:   newConnWatch(),
 		state:   stBroken,
 		failure: errors.New("exactlyonce: not initialized"),
 	}
 	s.op.Lock()
-	err = s.reset(ctx)
+	err := s.reset(ctx)
 	s.op.Unlock()
 	if err != nil {
 		_ = s.Close()
@@ -149,7 +145,13 @@ func (s *Session) reset(ctx context.Context) error {
 	}
 	for attempt := 0; ; attempt++ {
 		p, err, cs := do(ctx, &s.bg,
-			func() (*producer, error) { return openProducer(s.cfg.Kafka.Brokers, s.sc, s.log) },
+			func() (*producer, error) {
+				sc, err := s.cfg.saramaConfig(s.watch)
+				if err != nil {
+					return nil, err
+				}
+				return openProducer(s.cfg.Kafka.Brokers, sc, s.log)
+			},
 			func(p *producer, _ error) {
 				if p != nil {
 					p.close()
@@ -362,19 +364,23 @@ func (s *Session) Abort(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
 		_, err, cs := do(ctx, &p.calls, func() (struct{}, error) { return struct{}{}, p.ap.AbortTxn() }, nil)
 		switch cs {
-		case notStarted:
-			s.setFailure(stFailed, newError("abort", ErrAbortable, err))
+		case notStarted: // the transaction is as it was: Abort may be called again
+			s.mu.Lock()
+			if s.failure == nil {
+				s.failure = newError("abort", ErrAbortable, err)
+			}
+			s.state = stFailed
+			s.mu.Unlock()
 			return fmt.Errorf("exactlyonce: abort: %w", err)
 		case abandoned:
 			return s.setFailure(stBroken, newError("abort", ErrIndefinite, err))
 		}
 		if err == nil {
-			// sarama waited for every record; its last outcome may still be
-			// on its way through the drain goroutine.
-			select {
-			case <-p.t.idle():
-			case <-ctx.Done():
-			}
+			// sarama waited for every record it was handed (no Send ran
+			// since startEnding); the last outcome may still be on its way
+			// through a drain goroutine, and must not leak into the next
+			// transaction.
+			<-p.t.idle()
 			s.finish()
 			return nil
 		}

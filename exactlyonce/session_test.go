@@ -24,7 +24,7 @@ func TestCommit(t *testing.T) {
 
 		first := f.records("a", 20)
 		require.NoError(t, f.txn(t, s, first, f.offsets(5, 7)))
-		require.Equal(t, values(first), f.visible(t))
+		f.requireVisible(t, values(first))
 		require.Equal(t, [2]int64{5, 7}, f.committed(t))
 
 		// Keyed records land where the Java client's partitioner puts them.
@@ -39,7 +39,7 @@ func TestCommit(t *testing.T) {
 		second := f.records("b", 3)
 		second[0].Partition = 1
 		require.NoError(t, f.txn(t, s, second, f.offsets(9, 7)))
-		require.Equal(t, values(first, second), f.visible(t))
+		f.requireVisible(t, values(first, second))
 		require.Equal(t, [2]int64{9, 7}, f.committed(t))
 		require.Equal(t, int64(1), exactlyonce.Inits(s))
 	})
@@ -57,13 +57,13 @@ func TestAbort(t *testing.T) {
 		send(t, s, f.records("aborted", 10))
 		f.waitWritten(t, before+10) // in the log, uncommitted
 		require.NoError(t, s.Abort(ctx(t)))
-		require.Equal(t, values(base), f.visible(t))
+		f.requireVisible(t, values(base))
 		require.Equal(t, [2]int64{1, 1}, f.committed(t))
 
 		// The session goes on after an abort.
 		after := f.records("after", 2)
 		require.NoError(t, f.txn(t, s, after, f.offsets(3, 2)))
-		require.Equal(t, values(base, after), f.visible(t))
+		f.requireVisible(t, values(base, after))
 		require.Equal(t, [2]int64{3, 2}, f.committed(t))
 
 		// An abort with nothing produced, and with nothing open.
@@ -82,7 +82,7 @@ func TestOffsetsOnly(t *testing.T) {
 		s := f.session(t)
 		require.NoError(t, f.txn(t, s, nil, f.offsets(11, 0)))
 		require.Equal(t, [2]int64{11, 0}, f.committed(t))
-		require.Empty(t, f.visible(t))
+		f.requireVisible(t, nil)
 
 		// Twice in a row, then one with records, then offsets-only again.
 		require.NoError(t, f.txn(t, s, nil, f.offsets(12, 1)))
@@ -90,7 +90,7 @@ func TestOffsetsOnly(t *testing.T) {
 		require.NoError(t, f.txn(t, s, recs, f.offsets(13, 2)))
 		require.NoError(t, f.txn(t, s, nil, f.offsets(14, 3)))
 		require.Equal(t, [2]int64{14, 3}, f.committed(t))
-		require.Equal(t, values(recs), f.visible(t))
+		f.requireVisible(t, values(recs))
 
 		// Nothing at all: nothing to send, nothing changes.
 		require.NoError(t, f.txn(t, s, nil, nil))
@@ -115,7 +115,7 @@ func TestFencing(t *testing.T) {
 		require.ErrorAs(t, err, &xe)
 		require.Equal(t, "commit", xe.Op)
 		require.True(t, errors.Is(err, sarama.ErrProducerFenced) || errors.Is(err, sarama.ErrInvalidProducerEpoch), "%v", err)
-		require.Empty(t, f.visible(t))
+		f.requireVisible(t, nil)
 		require.Equal(t, [2]int64{-1, -1}, f.committed(t))
 
 		// The zombie stays fenced until Reset; it does not disturb the
@@ -124,7 +124,7 @@ func TestFencing(t *testing.T) {
 		require.ErrorIs(t, zombie.Send(ctx(t), f.records("z", 1)[0]), exactlyonce.ErrFenced)
 		recs := f.records("new", 3)
 		require.NoError(t, f.txn(t, s, recs, f.offsets(6, 6)))
-		require.Equal(t, values(recs), f.visible(t))
+		f.requireVisible(t, values(recs))
 		require.Equal(t, [2]int64{6, 6}, f.committed(t))
 	})
 }
@@ -154,7 +154,7 @@ func TestFencedWhileSending(t *testing.T) {
 		require.Contains(t, []error{exactlyonce.ErrFenced, exactlyonce.ErrIndefinite}, xe.Kind, "%v", sendErr)
 		require.ErrorIs(t, zombie.Commit(ctx(t), f.offsets(1, 1), f.gm()), xe.Kind)
 		require.ErrorIs(t, zombie.Begin(ctx(t)), xe.Kind)
-		require.Empty(t, f.visible(t))
+		f.requireVisible(t, nil)
 	})
 }
 
@@ -209,7 +209,7 @@ func TestGroupMetadata(t *testing.T) {
 			require.True(t, errors.Is(err, sarama.ErrIllegalGeneration) || errors.Is(err, sarama.ErrUnknownMemberId), "%s: %v", name, err)
 			require.NoError(t, s.Reset(ctx(t)), name)
 		}
-		require.Empty(t, f.visible(t))
+		f.requireVisible(t, nil)
 		require.Equal(t, [2]int64{4, 2}, f.committed(t))
 	})
 }
@@ -237,7 +237,7 @@ func TestConcurrentSend(t *testing.T) {
 		}
 		wg.Wait()
 		require.NoError(t, s.Commit(ctx(t), f.offsets(400, 0), f.gm()))
-		require.Equal(t, values(want), f.visible(t))
+		f.requireVisible(t, values(want))
 	})
 }
 
@@ -273,7 +273,7 @@ func TestUsage(t *testing.T) {
 		}
 		send(t, s, []kafka.Record{r})
 		require.NoError(t, s.Commit(ctx(t), f.offsets(1, 1), f.gm()))
-		require.Equal(t, []string{"r-0"}, f.visible(t))
+		f.requireVisible(t, []string{"r-0"})
 
 		// A Send during Commit either joins or fails; after Commit it fails.
 		require.ErrorIs(t, s.Send(ctx(t), r), exactlyonce.ErrNoTransaction)
@@ -285,5 +285,27 @@ func TestUsage(t *testing.T) {
 		require.ErrorIs(t, s.Commit(ctx(t), nil, f.gm()), exactlyonce.ErrClosed)
 		require.ErrorIs(t, s.Abort(ctx(t)), exactlyonce.ErrClosed)
 		require.ErrorIs(t, s.Reset(ctx(t)), exactlyonce.ErrClosed)
+	})
+}
+
+// TestPartitionOutOfRange sends to a partition the topic does not have:
+// redoing that cannot help, so the error is fatal.
+func TestPartitionOutOfRange(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		f := setup(t, env)
+		s := f.session(t)
+		require.NoError(t, s.Begin(ctx(t)))
+		send(t, s, f.records("ok", 2))
+		require.NoError(t, s.Send(ctx(t), kafka.Record{Topic: f.out, Partition: 7, Value: []byte("nowhere")}))
+		err := s.Commit(ctx(t), f.offsets(1, 1), f.gm())
+		require.ErrorIs(t, err, exactlyonce.ErrFatal)
+		require.ErrorIs(t, err, sarama.ErrInvalidPartition)
+		var pe *kafka.PartitionError
+		require.ErrorAs(t, err, &pe)
+		require.Equal(t, f.out, pe.Topic)
+		require.NoError(t, s.Abort(ctx(t)))
+		recs := f.records("after", 2)
+		require.NoError(t, f.txn(t, s, recs, f.offsets(1, 1)))
+		f.requireVisible(t, values(recs))
 	})
 }

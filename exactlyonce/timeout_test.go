@@ -77,7 +77,7 @@ func TestDelayedEndTxnIsFenced(t *testing.T) {
 				require.NoError(t, f.txn(t, s, two, f.offsets(2, 2)), "sarama's resent EndTxn commits")
 				require.Equal(t, int32(1), held.Load())
 				require.NotZero(t, exactlyonce.ConnFailures(s))
-				require.Equal(t, values(one, two), f.visible(t))
+				f.requireVisible(t, values(one, two))
 				require.Equal(t, [2]int64{2, 2}, f.committed(t))
 
 				require.NoError(t, s.Begin(ctx(t)))
@@ -94,13 +94,13 @@ func TestDelayedEndTxnIsFenced(t *testing.T) {
 				release()
 				require.NoError(t, obs.Wait(ctx(t), 1), "the delayed EndTxn was processed")
 				if reinit {
-					require.Equal(t, values(one, two), f.visible(t), "the delayed EndTxn was fenced")
+					f.requireVisible(t, values(one, two), "the delayed EndTxn was fenced")
 				} else {
-					require.Equal(t, values(one, two, three), f.visible(t),
+					f.requireVisible(t, values(one, two, three),
 						"the delayed EndTxn committed the next transaction before its Commit")
 				}
 				require.NoError(t, s.Commit(ctx(t), f.offsets(3, 3), f.gm()))
-				require.Equal(t, values(one, two, three), f.visible(t))
+				f.requireVisible(t, values(one, two, three))
 				require.Equal(t, [2]int64{3, 3}, f.committed(t))
 			})
 		}
@@ -158,16 +158,16 @@ func TestEndTxnTimeoutIsIndefinite(t *testing.T) {
 				switch got := f.committed(t); got {
 				case [2]int64{2, 2}:
 					require.True(t, landsFirst)
-					require.Equal(t, values(one, two), f.visible(t))
+					f.requireVisible(t, values(one, two))
 				case [2]int64{1, 1}:
 					require.False(t, landsFirst)
-					require.Equal(t, values(one), f.visible(t))
+					f.requireVisible(t, values(one))
 					require.NoError(t, f.txn(t, next, two, f.offsets(2, 2)), "redo")
 				default:
 					t.Fatalf("committed offsets %v", got)
 				}
 				require.NoError(t, f.txn(t, next, three, f.offsets(3, 3)))
-				require.Equal(t, values(one, two, three), f.visible(t))
+				f.requireVisible(t, values(one, two, three))
 				require.Equal(t, [2]int64{3, 3}, f.committed(t))
 			})
 		}
@@ -205,9 +205,9 @@ func TestCommitContextEnds(t *testing.T) {
 		require.NoError(t, s.Reset(ctx(t)))
 		release()
 		require.Equal(t, [2]int64{1, 1}, f.committed(t))
-		require.Equal(t, values(one), f.visible(t))
+		f.requireVisible(t, values(one))
 		require.NoError(t, f.txn(t, s, two, f.offsets(2, 2)))
-		require.Equal(t, values(one, two), f.visible(t))
+		f.requireVisible(t, values(one, two))
 		require.NoError(t, s.Close())
 	})
 }
