@@ -193,3 +193,43 @@ func testSIGKILL(t *testing.T, env *kafkatest.Env, mode string) {
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 }
+
+// A member stalled (SIGSTOP) in the middle of its epochs, past its session
+// timeout and its transaction timeout: the group gives its partitions to
+// another instance, the broker aborts its open transaction. When it wakes
+// (SIGCONT) its late commit is fenced and it rewinds; none of its stalled
+// epoch's records is ever visible: every word's counts are still 1, 2, ...,
+// n, exactly once, for a read_committed reader.
+func TestStalledMemberIsFenced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+		kafkatest.CreateTopic(t, env, in, 4)
+		kafkatest.CreateTopic(t, env, out, 4)
+		appID := kafkatest.GroupID(t)
+		vocab := []string{"ash", "elm", "fir", "oak", "yew"}
+		want := map[string]int64{}
+
+		a := startChild(t, env, "continuous", appID, in, out, t.TempDir())
+		produceLines(t, env, in, 0, 100, vocab, want)
+		waitForCounts(t, env, out, want)
+
+		// Stall a while records flow, so epochs are open in the stall.
+		produceLines(t, env, in, 100, 100, vocab, want)
+		require.NoError(t, a.cmd.Process.Signal(syscall.SIGSTOP))
+		produceLines(t, env, in, 200, 100, vocab, want)
+		b := startChild(t, env, "continuous", appID, in, out, t.TempDir())
+		requireExact(t, want, waitForCounts(t, env, out, want))
+
+		// The zombie wakes up; it must not add anything.
+		require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
+		produceLines(t, env, in, 300, 100, vocab, want)
+		requireExact(t, want, waitForCounts(t, env, out, want))
+		time.Sleep(2 * time.Second) // time for a late, fenced commit to land if it could
+		requireExact(t, want, countsSeen(t, env, out))
+		a.stop(t)
+		b.stop(t)
+	})
+}
