@@ -324,11 +324,7 @@ func (p *streamJoinSide[K, V, VO, VR]) process(ctx processor.Context[any, any], 
 	if err != nil {
 		return err
 	}
-	prev, _, err := p.ownStore.Get(kb, time.UnixMilli(ts))
-	if err != nil {
-		return err
-	}
-	if err := p.ownStore.Put(kb, time.UnixMilli(ts), appendValue(prev, vb)); err != nil {
+	if err := keepValue(p.ownStore, kb, ts, vb); err != nil {
 		return err
 	}
 	it, err := p.otherStore.Fetch(kb, time.UnixMilli(ts-p.before), time.UnixMilli(ts+p.after))

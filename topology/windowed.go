@@ -238,11 +238,7 @@ func (p *windowAgg[K, V, VA]) slide(ctx processor.Context[any, any], r processor
 		return err
 	}
 	// Keep the value: later windows may need to be built from it.
-	prev, _, err := p.raw.Get(kb, time.UnixMilli(ts))
-	if err != nil {
-		return err
-	}
-	if err := p.raw.Put(kb, time.UnixMilli(ts), appendValue(prev, vb)); err != nil {
+	if err := keepValue(p.raw, kb, ts, vb); err != nil {
 		return err
 	}
 	// Update the existing windows that end after ts and cover it.
@@ -379,6 +375,17 @@ func (p *windowAgg[K, V, VA]) expire(closeTime int64) error {
 		return p.raw.ExpireBefore(time.UnixMilli(cutoff))
 	}
 	return nil
+}
+
+// keepValue appends v to the list of values kept at (key, ts) in ws: the
+// input values of sliding windows and of stream-stream joins, several per
+// key and timestamp.
+func keepValue(ws statestore.WindowStore, key []byte, ts int64, v []byte) error {
+	prev, _, err := ws.Get(key, time.UnixMilli(ts))
+	if err != nil {
+		return err
+	}
+	return ws.Put(key, time.UnixMilli(ts), appendValue(prev, v))
 }
 
 // appendValue appends a length-prefixed value to a list.
