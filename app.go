@@ -104,6 +104,7 @@ func (a *App) Run(ctx context.Context) error {
 		Logger: a.cfg.logger, BadRecords: a.cfg.badRecords, Clock: a.cfg.clock,
 		SessionTimeout: a.cfg.sessionTimeout, HeartbeatInterval: a.cfg.heartbeatInterval,
 		InstanceID: a.cfg.instanceID, StateDir: a.cfg.stateDir, StagingLimit: a.cfg.stagingLimit,
+		Standbys: a.cfg.standbys,
 	})
 	if err != nil {
 		return fmt.Errorf("weir: %w", err)

@@ -38,6 +38,7 @@ func wordCountTopology(t *testing.T, in, out string) *topology.Topology {
 
 // instance is one running App.
 type instance struct {
+	app    *weir.App
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -61,7 +62,7 @@ func startInstance(t *testing.T, topo *topology.Topology, env *kafkatest.Env, ap
 	app, err := weir.New(topo, append(baseOptions(t, env, appID), opts...)...)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	in := &instance{cancel: cancel, done: make(chan error, 1)}
+	in := &instance{app: app, cancel: cancel, done: make(chan error, 1)}
 	go func() { in.done <- app.Run(ctx) }()
 	return in
 }

@@ -31,6 +31,7 @@ type config struct {
 	clock             func() time.Time
 	microBatch        microbatch.Config
 	stagingLimit      int64
+	standbys          bool
 }
 
 type sasl struct{ mechanism, user, password string }
@@ -167,3 +168,11 @@ func WithInstanceID(id string) Option { return func(c *config) { c.instanceID = 
 // application with an error wrapping statestore.ErrStagingFull — lower the
 // epoch interval or the batch size, or raise this limit.
 func WithStagingLimit(bytes int64) Option { return func(c *config) { c.stagingLimit = bytes } }
+
+// WithStandbyReplicas makes this instance a warm standby of every state
+// store partition it does not run: it keeps their Badger rows caught up
+// with their changelogs (every second), so when one of those tasks moves
+// here — a rebalance, another instance's crash — its restore replays only
+// the last changes instead of the whole changelog. It costs the reads of
+// every changelog and the disk for every store.
+func WithStandbyReplicas() Option { return func(c *config) { c.standbys = true } }

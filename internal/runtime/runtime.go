@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +41,9 @@ type Config struct {
 	// StagingLimit bounds the bytes one store of one task stages per epoch
 	// or batch (DefaultStagingLimit when zero).
 	StagingLimit int64
+	// Standbys keeps warm replicas of the stores of the tasks other
+	// instances run (see standby.go).
+	Standbys bool
 }
 
 // Runtime holds what an engine needs to run a topology on Kafka: the topic
@@ -65,6 +69,11 @@ type Runtime struct {
 	txn *txnOutput
 	// db holds the committed state of every store of every task.
 	db *badgerstore.DB
+	// standby tells active store partitions from followed ones.
+	standby *standbys
+	// bg joins the runtime's own goroutines (standbys) in Close.
+	bg     sync.WaitGroup
+	stopBg context.CancelFunc
 }
 
 // Output is where tasks write their records.
@@ -107,7 +116,7 @@ func New(cfg Config) (*Runtime, error) {
 		_ = admin.Close()
 		return nil, fmt.Errorf("runtime: %w", err)
 	}
-	r := &Runtime{cfg: cfg, log: cfg.Logger, admin: admin, producer: producer, output: producer}
+	r := &Runtime{cfg: cfg, log: cfg.Logger, admin: admin, producer: producer, output: producer, standby: newStandbys(), stopBg: func() {}}
 	r.tasks = newTasks(r)
 	if err := r.openStores(); err != nil {
 		return nil, errors.Join(err, producer.Close(), admin.Close())
@@ -147,6 +156,11 @@ func (r *Runtime) Prepare(ctx context.Context) error {
 		}
 	}
 	r.plan = plan
+	if r.cfg.Standbys {
+		bgCtx, cancel := context.WithCancel(ctx)
+		r.stopBg = cancel
+		r.bg.Go(func() { r.runStandbys(bgCtx) })
+	}
 	r.log.Info("weir: topics ready", "application", r.cfg.ApplicationID, "subtopologies", len(plan.Partitions),
 		"partitions", plan.Partitions, "internal", len(plan.Internal))
 	return nil
@@ -203,6 +217,8 @@ func (r *Runtime) Now() time.Time { return r.cfg.Clock() }
 // Close closes the producer (reporting deliveries no Flush reported) and
 // the admin client. Tasks must have been released.
 func (r *Runtime) Close() error {
+	r.stopBg()
+	r.bg.Wait()
 	var txnErr error
 	if r.txn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -38,6 +38,10 @@ func (r *Runtime) openStores() error {
 // end — behind staging overlays, and returns the factory the task opens
 // them through.
 func (t *Task) openStores(ctx context.Context, specs []statestore.Spec) (statestore.Factory, error) {
+	for _, spec := range specs {
+		t.owned = append(t.owned, badgerstore.StorePartition{Store: spec.Name, Partition: t.id.Partition})
+	}
+	t.rt.standby.activate(t.owned)
 	f := stagedStores{}
 	for _, spec := range specs {
 		base, err := t.rt.db.Factory().Open(spec, t.id.Partition)
@@ -88,64 +92,76 @@ type stagedStore struct {
 const restoreBatch = 4096
 
 // restore brings the Badger store of spec up to the end of its changelog
-// partition: from its checkpoint, or — without one — from the changelog's
-// start after wiping whatever the partition held.
+// partition (see catchUp) before the task runs on it.
 func (t *Task) restore(ctx context.Context, spec statestore.Spec) error {
-	db, p := t.rt.db, t.id.Partition
-	topic := processor.ChangelogTopic(spec.Name).Resolve(t.rt.cfg.ApplicationID)
+	n, err := t.rt.catchUp(ctx, spec, t.id.Partition)
+	if err != nil {
+		return fmt.Errorf("runtime: restore %q of task %s: %w", spec.Name, t.id, err)
+	}
+	if n > 0 {
+		t.rt.log.Info("weir: restored store", "store", spec.Name, "task", t.id.String(), "records", n)
+	}
+	return nil
+}
+
+// catchUp applies the changelog partition of a store to its Badger rows,
+// from its checkpoint — or, without one, from the changelog's start after
+// wiping whatever the partition held — to the changelog's end, and returns
+// how many records it applied. Tasks do it before they run; standbys do it
+// all along for the partitions other instances run.
+func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32) (int, error) {
+	db := r.db
+	topic := processor.ChangelogTopic(spec.Name).Resolve(r.cfg.ApplicationID)
 	from, ok, err := db.Checkpoint(spec.Name, p)
 	if err != nil {
-		return fmt.Errorf("runtime: restore %q: %w", spec.Name, err)
+		return 0, err
 	}
-	ends, err := t.rt.EndOffsets(ctx, topic, []int32{p})
+	ends, err := r.EndOffsets(ctx, topic, []int32{p})
 	if err != nil {
-		return fmt.Errorf("runtime: restore %q: %w", spec.Name, err)
+		return 0, err
 	}
 	to := ends[p]
 	if ok && from > to {
 		// The changelog is shorter than the checkpoint: it was deleted and
 		// created again, or the state dir belongs to another cluster.
-		t.rt.log.Warn("weir: store checkpoint is past its changelog's end; restoring from scratch",
-			"store", spec.Name, "task", t.id.String(), "checkpoint", from, "end", to)
+		r.log.Warn("weir: store checkpoint is past its changelog's end; restoring from scratch",
+			"store", spec.Name, "partition", p, "checkpoint", from, "end", to)
 		ok = false
 	}
 	if !ok {
 		if err := db.DropPartition(spec.Name, p); err != nil {
-			return fmt.Errorf("runtime: restore %q: %w", spec.Name, err)
+			return 0, err
 		}
-		starts, err := t.rt.admin.StartOffsets(ctx, topic, []int32{p})
+		starts, err := r.admin.StartOffsets(ctx, topic, []int32{p})
 		if err != nil {
-			return fmt.Errorf("runtime: restore %q: %w", spec.Name, err)
+			return 0, err
 		}
 		from = starts[p]
+	}
+	if ok && from == to {
+		return 0, nil
 	}
 	sp := badgerstore.StorePartition{Store: spec.Name, Partition: p}
 	var batch []badgerstore.Change
 	flush := func(next int64) error {
 		err := db.Apply(batch, map[badgerstore.StorePartition]int64{sp: next})
-		t.rt.stats.Restored.Add(int64(len(batch)))
+		r.stats.Restored.Add(int64(len(batch)))
 		batch = batch[:0]
 		return err
 	}
 	n := 0
-	err = t.rt.admin.ReadRange(ctx, topic, p, from, to, t.rt.readCommitted, func(r kafka.Record) error {
+	err = r.admin.ReadRange(ctx, topic, p, from, to, r.readCommitted, func(rec kafka.Record) error {
 		n++
-		batch = append(batch, badgerstore.Change{Store: spec.Name, Partition: p, Kind: spec.Kind, Key: r.Key, Value: r.Value})
+		batch = append(batch, badgerstore.Change{Store: spec.Name, Partition: p, Kind: spec.Kind, Key: rec.Key, Value: rec.Value})
 		if len(batch) >= restoreBatch {
-			return flush(r.Offset + 1)
+			return flush(rec.Offset + 1)
 		}
 		return nil
 	})
 	if err == nil {
 		err = flush(to)
 	}
-	if err != nil {
-		return fmt.Errorf("runtime: restore %q of task %s: %w", spec.Name, t.id, err)
-	}
-	if n > 0 {
-		t.rt.log.Info("weir: restored store", "store", spec.Name, "task", t.id.String(), "records", n, "from", from, "to", to)
-	}
-	return nil
+	return n, err
 }
 
 // EndOffsets returns how far the partitions can be read now: the last

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/statestore/badgerstore"
 )
 
 // Tasks is the registry of the tasks this instance runs. A task exists
@@ -36,7 +37,8 @@ type Task struct {
 	mu     sync.Mutex    // guards task and ctx
 	task   *processor.Task
 	staged []stagedStore
-	ctx    context.Context // of the Process call in progress, for emits
+	owned  []badgerstore.StorePartition // store partitions this task holds
+	ctx    context.Context              // of the Process call in progress, for emits
 }
 
 // Acquire returns the task id, creating and restoring it if this is its
@@ -158,6 +160,8 @@ func (t *Task) closeStores() error {
 		errs = append(errs, st.Close())
 	}
 	t.staged = nil
+	t.rt.standby.deactivate(t.owned)
+	t.owned = nil
 	return errors.Join(errs...)
 }
 
