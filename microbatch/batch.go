@@ -184,7 +184,6 @@ func (e *Engine) runBatch(ctx context.Context, plan offsets.Plan, srcs map[offse
 	prog.StateStores = e.storeSizes()
 	e.lastStart = start
 	e.next = plan.Batch + 1
-	e.ran++
 	e.rt.Logger().Info("weir: batch", "progress", prog)
 	if e.cfg.OnProgress != nil {
 		e.cfg.OnProgress(prog)

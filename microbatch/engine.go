@@ -66,7 +66,6 @@ type Engine struct {
 	lastStart time.Time
 	targets   map[offsets.TopicPartition]int64 // AvailableNow: ends at first sight
 	avgSize   float64
-	ran       int
 }
 
 // New returns an engine for the runtime, logging batches to wal.

@@ -202,9 +202,6 @@ func (r *Runtime) UseTransactions(out Output) {
 // Tasks returns the task registry.
 func (r *Runtime) Tasks() *Tasks { return r.tasks }
 
-// Producer returns the at-least-once producer.
-func (r *Runtime) Producer() *kafka.Producer { return r.producer }
-
 // Stats returns the runtime's counters.
 func (r *Runtime) Stats() *Stats { return &r.stats }
 
@@ -227,9 +224,6 @@ func (r *Runtime) Close() error {
 	}
 	return errors.Join(txnErr, r.producer.Close(), r.admin.Close(), r.db.Close())
 }
-
-// Admin returns the admin client (offsets, topics).
-func (r *Runtime) Admin() *kafka.Admin { return r.admin }
 
 // ApplicationID returns the application id.
 func (r *Runtime) ApplicationID() string { return r.cfg.ApplicationID }
