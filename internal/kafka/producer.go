@@ -49,6 +49,7 @@ func NewProducer(cfg Config) (*Producer, error) {
 	sc.Producer.Retry.Backoff = 100 * time.Millisecond
 	sc.Producer.Return.Successes = true
 	sc.Producer.Return.Errors = true
+	sc.Producer.MaxMessageBytes = MaxMessageBytes
 	sc.Producer.Partitioner = NewKeyPartitioner
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

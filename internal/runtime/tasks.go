@@ -202,6 +202,12 @@ func (t *Task) emit(o processor.Output) error {
 	if o.Kind == processor.OutputSink && t.rt.sinks != nil {
 		err = t.rt.sinks(ctx, rec)
 	} else {
+		// A record no producer would deliver fails the input record
+		// being processed (its bad-record policy applies), not the
+		// producer or the whole transaction.
+		if err := kafka.CheckSize(rec); err != nil {
+			return fmt.Errorf("runtime: output: %w", err)
+		}
 		err = t.rt.output.Send(ctx, rec)
 	}
 	if err == nil {
