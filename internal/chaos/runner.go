@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weirstream/weir/internal/kafkatest"
 )
 
 // Config is one scenario.
@@ -467,6 +469,20 @@ func createTopics(ctx context.Context, brokers []string, names ...string) error 
 	for _, t := range resp.Topics {
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
 			return fmt.Errorf("chaos: create topic %s: %w", t.Topic, err)
+		}
+	}
+	// A real cluster answers before every broker knows the topics: wait
+	// until each partition has a leader that answers.
+	for _, n := range names {
+		for {
+			_, err := kafkatest.EndOffsets(cctx, brokers, n, false)
+			if err == nil {
+				break
+			}
+			if cctx.Err() != nil {
+				return fmt.Errorf("chaos: topic %s never became ready: %w", n, err)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 	return nil
