@@ -78,6 +78,9 @@ func (p *Producer) Send(ctx context.Context, r Record) error {
 	if r.Topic == "" {
 		return fmt.Errorf("%w: record without topic", ErrConfig)
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("kafka: send to %q: %w", r.Topic, err)
+	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
