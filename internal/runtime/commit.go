@@ -17,7 +17,7 @@ import (
 // offsets) and releasing the tasks (state is restored from the committed
 // changelog). Under at-least-once Commit returns it when the offset commit
 // fails.
-var ErrRewind = errors.New("runtime: transaction aborted; rewind to the committed offsets")
+var ErrRewind = errors.New("runtime: epoch not committed; rewind to the committed offsets")
 
 // Positions are the next offsets to process, per partition.
 type Positions map[offsets.TopicPartition]int64
