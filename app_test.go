@@ -213,3 +213,28 @@ func testLogger() *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+// A stop that arrives while an instance is still starting (topics, the
+// transactional producer's init, the group join) is a graceful stop: Run
+// returns nil, not the cancelled request's error.
+func TestStopWhileStartingIsGraceful(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+		kafkatest.CreateTopic(t, env, in, 2)
+		kafkatest.CreateTopic(t, env, out, 2)
+		topo := wordCountTopology(t, in, out)
+		for _, g := range []weir.Guarantee{weir.AtLeastOnce, weir.ExactlyOnce} {
+			for _, mode := range []weir.Mode{weir.Continuous, weir.MicroBatch} {
+				for _, d := range []time.Duration{0, time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond, 200 * time.Millisecond} {
+					app, err := weir.New(topo, append(baseOptions(t, env, kafkatest.GroupID(t)),
+						weir.WithGuarantee(g), weir.WithMode(mode))...)
+					require.NoError(t, err)
+					ctx, cancel := context.WithTimeout(context.Background(), d)
+					err = app.Run(ctx)
+					cancel()
+					require.NoError(t, err, "%s %s stopped after %s", mode, g, d)
+				}
+			}
+		}
+	})
+}

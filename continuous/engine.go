@@ -25,8 +25,8 @@ type Config struct {
 	// punctuators.
 	EpochInterval time.Duration
 	// OnError receives the errors the engine survives: failed offset
-	// commits (retried next epoch), aborted transactions (rewound),
-	// consumer-group errors. If nil they are logged.
+	// commits and aborted transactions (both rewound to the committed
+	// offsets), consumer-group errors. If nil they are logged.
 	OnError func(error)
 	// EpochLog, if set, receives an entry per committed epoch: the epoch
 	// number and the next offset of every partition (the "write-after
@@ -84,6 +84,9 @@ func (e *Engine) Epochs() int64 { return e.epochs.Load() }
 // occurs. It returns after every goroutine it started has ended.
 func (e *Engine) Run(ctx context.Context) error {
 	if err := e.rt.Prepare(ctx); err != nil {
+		if stopped(ctx, err) {
+			return nil
+		}
 		return err
 	}
 	if e.cfg.EpochLog != nil {
@@ -114,10 +117,16 @@ func (e *Engine) Run(ctx context.Context) error {
 	if cause := context.Cause(runCtx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause
 	}
-	if err != nil {
+	if err != nil && !stopped(ctx, err) {
 		return fmt.Errorf("continuous: %w", err)
 	}
 	return nil
+}
+
+// stopped reports an error that is only ctx ending: a stop, possibly while
+// starting or restoring, which Run reports as nil.
+func stopped(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && errors.Is(err, ctx.Err())
 }
 
 // coordinate ends an epoch every interval until ctx is done.
@@ -224,9 +233,8 @@ func (e *Engine) rewindSignal() <-chan struct{} {
 
 // endEpoch fires the wall-clock punctuators and commits: everything the
 // tasks wrote since the last epoch together with the offsets of the records
-// they processed (see runtime.Commit). A failed at-least-once offset commit
-// is reported and carried by the next epoch; an aborted transaction
-// rewinds.
+// they processed (see runtime.Commit). An aborted transaction, or a failed
+// at-least-once offset commit, rewinds.
 func (e *Engine) endEpoch(ctx context.Context, s kafka.Session) error {
 	e.barrier.Lock()
 	defer e.barrier.Unlock()
@@ -240,9 +248,6 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session) error {
 	pos := e.positions()
 	err := e.rt.Commit(ctx, pos, s)
 	switch {
-	case errors.Is(err, runtime.ErrCommitLater):
-		e.report(fmt.Errorf("continuous: %w", err))
-		return nil
 	case errors.Is(err, runtime.ErrRewind):
 		return e.abortLocked(ctx, err)
 	case err != nil:

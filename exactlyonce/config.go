@@ -186,6 +186,7 @@ func (c Config) saramaConfig(dialer *connWatch) (*sarama.Config, error) {
 	sc.Producer.Retry.Backoff = 100 * time.Millisecond
 	sc.Producer.Return.Successes = true
 	sc.Producer.Return.Errors = true
+	sc.Producer.MaxMessageBytes = kafka.MaxMessageBytes
 	sc.Producer.Partitioner = kafka.NewKeyPartitioner
 
 	sc.Producer.Transaction.ID = c.TransactionalID

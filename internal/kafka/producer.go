@@ -49,6 +49,7 @@ func NewProducer(cfg Config) (*Producer, error) {
 	sc.Producer.Retry.Backoff = 100 * time.Millisecond
 	sc.Producer.Return.Successes = true
 	sc.Producer.Return.Errors = true
+	sc.Producer.MaxMessageBytes = MaxMessageBytes
 	sc.Producer.Partitioner = NewKeyPartitioner
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -76,6 +77,9 @@ func NewProducer(cfg Config) (*Producer, error) {
 func (p *Producer) Send(ctx context.Context, r Record) error {
 	if r.Topic == "" {
 		return fmt.Errorf("%w: record without topic", ErrConfig)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("kafka: send to %q: %w", r.Topic, err)
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()

@@ -46,6 +46,44 @@ type Record struct {
 	Timestamp time.Time
 }
 
+// MaxMessageBytes is the producers' limit on one produce batch
+// (sarama's Producer.MaxMessageBytes, set explicitly by every weir
+// producer): 1 MiB, Kafka's max.request.size default.
+const MaxMessageBytes = 1 << 20
+
+// recordBatchOverhead is the size of a record batch's header (v2).
+const recordBatchOverhead = 61
+
+// MaxRecordBytes is the largest record, as [RecordSize] counts it, that
+// weir writes: a batch holding it alone fits both [MaxMessageBytes] and
+// the broker's default message.max.bytes (1,048,588).
+const MaxRecordBytes = 1_048_588 - recordBatchOverhead
+
+// ErrRecordTooLarge is wrapped by the error for a record larger than
+// [MaxRecordBytes]: no producer would deliver it, and under exactly-once
+// it would fail the whole transaction.
+var ErrRecordTooLarge = errors.New("kafka: record too large")
+
+// RecordSize returns the bytes r takes in a record batch, counted the way
+// sarama's producer counts them (varints at their maximal width).
+func RecordSize(r Record) int {
+	const maxVarint32, maxVarint64 = 5, 10
+	size := 5*maxVarint32 + maxVarint64 + 1 + len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		size += len(h.Key) + len(h.Value) + 2*maxVarint32
+	}
+	return size
+}
+
+// CheckSize returns an error wrapping [ErrRecordTooLarge] if r is larger
+// than [MaxRecordBytes].
+func CheckSize(r Record) error {
+	if n := RecordSize(r); n > MaxRecordBytes {
+		return fmt.Errorf("%w: %d bytes to %q, the limit is %d", ErrRecordTooLarge, n, r.Topic, MaxRecordBytes)
+	}
+	return nil
+}
+
 // PartitionError is an error tied to one topic partition: a failed
 // delivery, a failed fetch, a rejected offset commit. Err is the cause —
 // for broker errors a sarama.KError, so that errors.Is(err, sarama.ErrX)

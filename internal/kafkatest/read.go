@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -44,28 +45,71 @@ func ReadCommittedPartitions(t testing.TB, env *Env, topic string) map[int32][]k
 	return out
 }
 
-func readCommitted(ctx context.Context, cl *kgo.Client, topic string) (map[int32][]kafka.Record, error) {
+// ReadStable is ReadCommittedPartitions for programs (the chaos
+// harness): a read_committed view of topic up to its last stable offset,
+// by partition, through a client of its own.
+func ReadStable(ctx context.Context, brokers []string, topic string) (map[int32][]kafka.Record, error) {
+	cl, err := newClient(brokers)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	return readCommitted(ctx, cl, topic)
+}
+
+// EndOffsets returns the end offset of every partition of topic: the high
+// watermark, or with stable the last stable offset (below the first
+// record of a transaction still open).
+func EndOffsets(ctx context.Context, brokers []string, topic string, stable bool) (map[int32]int64, error) {
+	cl, err := newClient(brokers)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	tm, err := topicMetadata(ctx, cl, topic)
+	if err != nil {
+		return nil, err
+	}
+	isolation := int8(0)
+	if stable {
+		isolation = 1
+	}
+	return listOffsets(ctx, cl, topic, tm.Partitions, -1, isolation)
+}
+
+func newClient(brokers []string) (*kgo.Client, error) {
+	return kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID("weir-kafkatest"), kgo.MetadataMinAge(50*time.Millisecond))
+}
+
+func topicMetadata(ctx context.Context, cl *kgo.Client, topic string) (kmsg.MetadataResponseTopic, error) {
 	md := kmsg.NewPtrMetadataRequest()
 	mt := kmsg.NewMetadataRequestTopic()
 	mt.Topic = kmsg.StringPtr(topic)
 	md.Topics = append(md.Topics, mt)
 	mresp, err := md.RequestWith(ctx, cl)
 	if err != nil {
-		return nil, fmt.Errorf("metadata: %w", err)
+		return kmsg.MetadataResponseTopic{}, fmt.Errorf("metadata: %w", err)
 	}
 	if len(mresp.Topics) != 1 {
-		return nil, fmt.Errorf("metadata: %d topics in answer", len(mresp.Topics))
+		return kmsg.MetadataResponseTopic{}, fmt.Errorf("metadata: %d topics in answer", len(mresp.Topics))
 	}
 	tm := mresp.Topics[0]
 	if err := kerr.ErrorForCode(tm.ErrorCode); err != nil {
-		return nil, fmt.Errorf("metadata: %w", err)
+		return tm, fmt.Errorf("metadata: %w", err)
 	}
+	return tm, nil
+}
 
-	start, err := listOffsets(ctx, cl, topic, tm.Partitions, -2)
+func readCommitted(ctx context.Context, cl *kgo.Client, topic string) (map[int32][]kafka.Record, error) {
+	tm, err := topicMetadata(ctx, cl, topic)
 	if err != nil {
 		return nil, err
 	}
-	end, err := listOffsets(ctx, cl, topic, tm.Partitions, -1)
+	start, err := listOffsets(ctx, cl, topic, tm.Partitions, -2, 1)
+	if err != nil {
+		return nil, err
+	}
+	end, err := listOffsets(ctx, cl, topic, tm.Partitions, -1, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -81,11 +125,12 @@ func readCommitted(ctx context.Context, cl *kgo.Client, topic string) (map[int32
 }
 
 // listOffsets returns, per partition, the offset for timestamp -2 (log
-// start) or -1 (end), read_committed: the end is the last stable offset.
-func listOffsets(ctx context.Context, cl *kgo.Client, topic string, parts []kmsg.MetadataResponseTopicPartition, ts int64) (map[int32]int64, error) {
+// start) or -1 (end), read_committed (isolation 1: the end is the last
+// stable offset) or read_uncommitted (0: the high watermark).
+func listOffsets(ctx context.Context, cl *kgo.Client, topic string, parts []kmsg.MetadataResponseTopicPartition, ts int64, isolation int8) (map[int32]int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
-	req.IsolationLevel = 1
+	req.IsolationLevel = isolation
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = topic
 	for _, p := range parts {

@@ -63,8 +63,8 @@ func DeadLetterTopic(topic string) string { return topic + "-dlq" }
 // error when the application must stop.
 func (r *Runtime) handleBadRecord(ctx context.Context, rec kafka.Record, err error) error {
 	var re *processor.RecordError
-	if !errors.As(err, &re) || isStagingFull(err) || errors.Is(err, ErrRewind) {
-		return err // not about the record: a store, sink or transaction failure
+	if !errors.As(err, &re) || isStagingFull(err) || errors.Is(err, ErrRewind) || errors.Is(err, errNotSent) {
+		return err // not about the record: a store, sink, producer or transaction failure
 	}
 	switch r.cfg.BadRecords {
 	case Skip:

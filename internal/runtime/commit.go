@@ -15,8 +15,9 @@ import (
 // go back to the last committed offsets and drop its state — engines do
 // that by ending the group session (claims restart at the committed
 // offsets) and releasing the tasks (state is restored from the committed
-// changelog). Under at-least-once Commit never returns it.
-var ErrRewind = errors.New("runtime: transaction aborted; rewind to the committed offsets")
+// changelog). Under at-least-once Commit returns it when the offset commit
+// fails.
+var ErrRewind = errors.New("runtime: epoch not committed; rewind to the committed offsets")
 
 // Positions are the next offsets to process, per partition.
 type Positions map[offsets.TopicPartition]int64
@@ -27,8 +28,14 @@ type Positions map[offsets.TopicPartition]int64
 // At-least-once: the producer is flushed (every output acknowledged), then
 // the offsets are committed. A delivery failure is returned (fatal: the
 // offsets stay uncommitted, so a restart processes those records again); a
-// failed offset commit is returned wrapped in ErrCommitLater — the engine
-// reports it and the next Commit carries the offsets.
+// failed offset commit wraps ErrRewind. The usual cause is a member that
+// lost its partitions (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, a rebalance
+// in progress, a member stalled past its session timeout): its staged
+// state must not reach Badger with a checkpoint, or a later restore from
+// that checkpoint would skip the new owner's changelog records and resume
+// from stale state. So the state is dropped, the engine rewinds, and the
+// records are processed again from the committed offsets (duplicates in the
+// output, as at-least-once allows).
 //
 // Exactly-once: the open transaction commits with the offsets inside it
 // (see exactly_once.go); errors that abort it wrap ErrRewind.
@@ -37,19 +44,14 @@ type Positions map[offsets.TopicPartition]int64
 // Badger with their changelog checkpoints; after an abort they are dropped.
 func (r *Runtime) Commit(ctx context.Context, positions Positions, s kafka.Session) error {
 	err := r.commitKafka(ctx, positions, s)
-	switch {
-	case errors.Is(err, ErrRewind):
+	if errors.Is(err, ErrRewind) {
 		r.dropStaged()
 		return err
-	case err != nil && !errors.Is(err, ErrCommitLater):
+	}
+	if err != nil {
 		return err
 	}
-	// At-least-once with offsets to commit later: the outputs, changelog
-	// included, are acknowledged, so the state is applied all the same.
-	if aerr := r.applyStaged(ctx); aerr != nil {
-		return aerr
-	}
-	return err
+	return r.applyStaged(ctx)
 }
 
 func (r *Runtime) commitKafka(ctx context.Context, positions Positions, s kafka.Session) error {
@@ -66,15 +68,10 @@ func (r *Runtime) commitKafka(ctx context.Context, positions Positions, s kafka.
 		s.MarkOffset(tp.Topic, tp.Partition, next)
 	}
 	if err := s.Commit(ctx); err != nil {
-		return fmt.Errorf("%w: %w", ErrCommitLater, err)
+		return fmt.Errorf("%w: commit offsets: %w", ErrRewind, err)
 	}
 	return nil
 }
-
-// ErrCommitLater wraps an at-least-once offset commit that failed after the
-// outputs were acknowledged: nothing is lost, the next commit carries the
-// offsets.
-var ErrCommitLater = errors.New("runtime: offsets not committed; the next commit carries them")
 
 // Rewind ends a transaction that a Send doomed (an error wrapping
 // ErrRewind from Task.Process): it is aborted, or the producer re-created,

@@ -202,13 +202,25 @@ func (t *Task) emit(o processor.Output) error {
 	if o.Kind == processor.OutputSink && t.rt.sinks != nil {
 		err = t.rt.sinks(ctx, rec)
 	} else {
+		// A record no producer would deliver fails the input record
+		// being processed (its bad-record policy applies), not the
+		// producer or the whole transaction.
+		if err := kafka.CheckSize(rec); err != nil {
+			return fmt.Errorf("runtime: output: %w", err)
+		}
 		err = t.rt.output.Send(ctx, rec)
 	}
-	if err == nil {
-		t.rt.stats.RecordsOut.Add(1)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errNotSent, err)
 	}
-	return err
+	t.rt.stats.RecordsOut.Add(1)
+	return nil
 }
+
+// errNotSent wraps an output the producer or sink did not take (a stop, a
+// closed producer, a doomed transaction): a failure of the output path, not
+// of the record being processed, so no bad-record policy applies to it.
+var errNotSent = errors.New("runtime: output not sent")
 
 func toProcessorHeaders(hs []kafka.Header) []processor.Header {
 	if len(hs) == 0 {

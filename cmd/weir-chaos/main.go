@@ -1,0 +1,123 @@
+// Command weir-chaos runs weir's reliability suite (package
+// internal/chaos): for each mode and guarantee, three instances as child
+// processes process a workload while they are killed, rebalanced, stalled
+// and — on the in-process kfake broker — hit by broker faults, and an
+// independent read_committed verifier checks the result. It prints one
+// line per scenario and exits 1 if any failed.
+//
+// Usage:
+//
+//	go run ./cmd/weir-chaos                                  # short suite, in-process kfake
+//	go run ./cmd/weir-chaos -brokers 127.0.0.1:9092          # short suite, a real cluster
+//	go run ./cmd/weir-chaos -long                            # 1,000,000 records, 50 kills per scenario
+//	go run ./cmd/weir-chaos -modes continuous -guarantees exactly-once -records 200000 -kills 10 -seed 7
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/weirstream/weir/embedded"
+	"github.com/weirstream/weir/internal/chaos"
+	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/kafkatest/kfakehook"
+)
+
+func main() {
+	if chaos.IsChild() {
+		if err := chaos.RunChild(); err != nil {
+			fmt.Fprintln(os.Stderr, "weir-chaos child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	os.Exit(run())
+}
+
+func run() int {
+	brokers := flag.String("brokers", "", "comma-separated bootstrap brokers of a real cluster; empty: an in-process kfake with broker faults")
+	modes := flag.String("modes", "continuous,micro-batch", "modes to run")
+	guarantees := flag.String("guarantees", "at-least-once,exactly-once", "guarantees to run")
+	long := flag.Bool("long", false, "the long version: 1,000,000 records, 50 kills, 10 rebalances, 3 stalls, 20 broker faults per scenario")
+	records := flag.Int("records", 50_000, "input records per scenario")
+	kills := flag.Int("kills", 5, "SIGKILLs (each followed by a restart) per scenario")
+	rebalances := flag.Int("rebalances", 4, "membership changes by graceful leaves and joins per scenario")
+	stalls := flag.Int("stalls", 1, "members stalled past their session timeout per scenario")
+	faults := flag.Int("faults", 5, "broker faults per scenario (kfake only)")
+	gap := flag.Duration("gap", 2*time.Second, "time between events")
+	converge := flag.Duration("converge", 3*time.Minute, "bound on the wait for complete output after the last event")
+	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()%1_000_000), "seed of the input and the events")
+	work := flag.String("workdir", "", "directory for state dirs and child logs (default: a temporary one, removed after a PASS)")
+	quiet := flag.Bool("quiet", false, "no progress lines on stderr")
+	flag.Parse()
+	if *long {
+		*records, *kills, *rebalances, *stalls, *faults = 1_000_000, 50, 10, 3, 20
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "weir-chaos:", err)
+		return 2
+	}
+	dir := *work
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "weir-chaos-"); err != nil {
+			fmt.Fprintln(os.Stderr, "weir-chaos:", err)
+			return 2
+		}
+	}
+	base := chaos.Config{
+		Name: "kafka", Exe: []string{exe}, WorkDir: dir, Records: *records, Kills: *kills,
+		Rebalances: *rebalances, Stalls: *stalls, Faults: *faults, Seed: *seed, Gap: *gap, Converge: *converge,
+	}
+	if !*quiet {
+		base.Log = os.Stderr
+	}
+	if *brokers != "" {
+		base.Brokers = strings.Split(*brokers, ",")
+	} else {
+		b, err := embedded.Start(ctx, kafkatest.KfakeOptions())
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "weir-chaos:", err)
+			return 2
+		}
+		defer b.Close()
+		base.Name, base.Brokers, base.Cluster = "kfake", b.Addrs(), kfakehook.Cluster(b)
+	}
+	fmt.Fprintf(os.Stderr, "weir-chaos: brokers %v, seed %d, work dir %s\n", base.Brokers, *seed, dir)
+	failed := false
+	for _, mode := range strings.Split(*modes, ",") {
+		for _, g := range strings.Split(*guarantees, ",") {
+			cfg := base
+			cfg.Mode, cfg.Guarantee = strings.TrimSpace(mode), strings.TrimSpace(g)
+			res := chaos.Run(ctx, cfg)
+			fmt.Println(res)
+			if !res.Pass() {
+				failed = true
+				for _, p := range res.Problems {
+					fmt.Println("  problem:", p)
+				}
+				fmt.Println("  child logs:", filepath.Join(dir))
+			}
+			if ctx.Err() != nil {
+				return 1
+			}
+		}
+	}
+	if failed {
+		return 1
+	}
+	if *work == "" {
+		_ = os.RemoveAll(dir)
+	}
+	return 0
+}

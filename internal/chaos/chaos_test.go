@@ -1,0 +1,80 @@
+package chaos_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weirstream/weir/internal/chaos"
+	"github.com/weirstream/weir/internal/kafkatest"
+)
+
+// TestMain makes the test binary a chaos child when the harness
+// re-executes it.
+func TestMain(m *testing.M) {
+	if chaos.IsChild() {
+		if err := chaos.RunChild(); err != nil {
+			fmt.Fprintln(os.Stderr, "chaos child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// The harness itself, small: 3,000 records on kfake under exactly-once in
+// the continuous mode, with one kill, one leave and join, and one broker
+// fault. The verifier must find everything exact.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
+	var log strings.Builder
+	res := chaos.Run(t.Context(), chaos.Config{
+		Name: "smoke", Brokers: env.Brokers, Cluster: env.Cluster(),
+		Exe: []string{os.Args[0], "-test.run=^$"}, WorkDir: t.TempDir(),
+		Mode: "continuous", Guarantee: "exactly-once",
+		Records: 3000, Kills: 1, Rebalances: 2, Faults: 1, Seed: 1, Log: &log,
+	})
+	t.Log(log.String())
+	require.Empty(t, res.Problems)
+	require.True(t, res.Pass(), res.String())
+	require.Equal(t, 1, res.Kills)
+	require.Equal(t, 2, res.Rebalances)
+	require.Positive(t, res.DLQ)
+	require.True(t, strings.HasSuffix(res.String(), "result=PASS"), res.String())
+}
+
+// The input has the promised share of bad records, and the per-key
+// sequence numbers count every record of the key.
+func TestGenerate(t *testing.T) {
+	in := chaos.Generate(3, 100_000)
+	kinds := map[chaos.Kind]int{}
+	seq := map[string]int64{}
+	for i, r := range in {
+		require.Equal(t, int64(i+1), r.ID)
+		kinds[r.Kind]++
+		seq[r.Key]++
+		require.Equal(t, seq[r.Key], r.K)
+		id, err := chaos.IDOf(r.Value())
+		require.NoError(t, err)
+		require.Equal(t, r.ID, id)
+	}
+	require.InDelta(t, 1000, kinds[chaos.Undeserializable], 150)
+	require.InDelta(t, 100, kinds[chaos.ProcessorError], 40)
+	require.InDelta(t, 100, kinds[chaos.Oversized], 40)
+	require.Len(t, seq, chaos.Keys)
+}
+
+// Fold keeps the running aggregate and counts replays without folding
+// them.
+func TestFold(t *testing.T) {
+	a := chaos.Fold(chaos.Agg{}, chaos.Txn{ID: 1, K: 1, Amount: 5})
+	a = chaos.Fold(a, chaos.Txn{ID: 7, K: 3, Amount: -2})
+	a = chaos.Fold(a, chaos.Txn{ID: 7, K: 3, Amount: -2})
+	require.Equal(t, chaos.Agg{Count: 2, Sum: 3, Min: -2, Max: 5, LastK: 3, LastID: 7, Replays: 1}, a)
+}

@@ -1,0 +1,178 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/microbatch"
+)
+
+// childEnv carries a child's configuration (JSON) to the re-executed
+// process.
+const childEnv = "WEIR_CHAOS_CHILD"
+
+// SessionTimeout and HeartbeatInterval of the instances: short, so that a
+// killed or stalled member's partitions move within seconds.
+const (
+	SessionTimeout    = 3 * time.Second
+	HeartbeatInterval = 300 * time.Millisecond
+)
+
+// ChildConfig is what a child instance runs.
+type ChildConfig struct {
+	Brokers   []string `json:"brokers"`
+	App       string   `json:"app"`
+	StateDir  string   `json:"stateDir"`
+	Mode      string   `json:"mode"`
+	Guarantee string   `json:"guarantee"`
+	Topics    Topics   `json:"topics"`
+}
+
+// IsChild reports whether this process is a chaos child instance (started
+// by a Runner through its Exe).
+func IsChild() bool { return os.Getenv(childEnv) != "" }
+
+// RunChild runs the child instance configured by the environment until
+// SIGTERM or SIGINT (a graceful stop) and returns Run's error. Programs
+// call it from main (or TestMain) when IsChild.
+func RunChild() error {
+	var cfg ChildConfig
+	if err := json.Unmarshal([]byte(os.Getenv(childEnv)), &cfg); err != nil {
+		return fmt.Errorf("chaos: child configuration: %w", err)
+	}
+	topo, err := Build(cfg.Topics)
+	if err != nil {
+		return err
+	}
+	opts := []weir.Option{
+		weir.WithBrokers(cfg.Brokers...),
+		weir.WithApplicationID(cfg.App),
+		weir.WithStateDir(cfg.StateDir),
+		weir.WithSessionTimeout(SessionTimeout),
+		weir.WithHeartbeatInterval(HeartbeatInterval),
+		weir.WithEpochInterval(100 * time.Millisecond),
+		weir.WithBadRecordPolicy(weir.DeadLetter),
+		weir.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+	}
+	if cfg.Guarantee == weir.ExactlyOnce.String() {
+		opts = append(opts, weir.WithGuarantee(weir.ExactlyOnce))
+	}
+	if cfg.Mode == weir.MicroBatch.String() {
+		opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: 2000}))
+	}
+	app, err := weir.New(topo, opts...)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return app.Run(ctx)
+}
+
+// proc is one running child process.
+type proc struct {
+	cmd     *exec.Cmd
+	log     *os.File
+	done    chan struct{}
+	err     error // Wait's result, set before done closes
+	stalled bool
+}
+
+// startProc starts a child with cfg; its stderr and stdout go to logPath.
+func startProc(exe []string, cfg ChildConfig, logPath string) (*proc, error) {
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe[0], exe[1:]...)
+	cmd.Env = append(os.Environ(), childEnv+"="+string(b))
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("chaos: start child: %w", err)
+	}
+	p := &proc{cmd: cmd, log: f, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		_ = f.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exited reports whether the process ended.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill sends SIGKILL and waits for the exit.
+func (p *proc) kill() error {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(30 * time.Second):
+		return errors.New("chaos: a killed child did not exit within 30s")
+	}
+}
+
+// stop sends SIGTERM (SIGCONT first if stalled) and waits up to d for a
+// clean exit; past d it kills the process and reports it.
+func (p *proc) stop(d time.Duration) error {
+	if p.stalled {
+		p.resume()
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		if p.err != nil {
+			return fmt.Errorf("chaos: graceful stop of pid %d: %w (see its log %s)", p.cmd.Process.Pid, p.err, p.log.Name())
+		}
+		return nil
+	case <-time.After(d):
+		_ = p.kill()
+		return fmt.Errorf("chaos: pid %d did not stop within %v of SIGTERM (see its log %s)", p.cmd.Process.Pid, d, p.log.Name())
+	}
+}
+
+func (p *proc) stall()  { _ = p.cmd.Process.Signal(syscall.SIGSTOP); p.stalled = true }
+func (p *proc) resume() { _ = p.cmd.Process.Signal(syscall.SIGCONT); p.stalled = false }
+
+// member is one of the scenario's instance slots: its current process (nil
+// after it left) and its state dir.
+type member struct {
+	name    string
+	dir     string
+	dirs    int // state dirs used so far
+	allDirs []string
+	p       *proc
+	starts  int
+}
+
+func (m *member) running() bool { return m.p != nil && !m.p.exited() }
+
+// newDir gives the member a fresh state dir under root.
+func (m *member) newDir(root string) {
+	m.dirs++
+	m.dir = filepath.Join(root, fmt.Sprintf("%s-state%d", m.name, m.dirs))
+	m.allDirs = append(m.allDirs, m.dir)
+}

@@ -1,0 +1,39 @@
+// Package chaos is weir's reliability suite: a workload run by three
+// instances in child processes while they are killed (SIGKILL) and
+// restarted, leave and join the group, stall past their session timeout
+// and, on kfake, meet broker faults; then an independent read_committed
+// verifier (franz-go, not weir's sarama adapter) checks every output.
+//
+// Workload: an input topic of 8 partitions, records keyed by one of 1,000
+// accounts, each a unique id, the account's sequence number and an
+// amount; 1% undeserializable values, 0.1% rejected by a processor, 0.1%
+// whose copy is larger than any producer delivers. Topology (see Build):
+// a copy of every input, and, after a repartition by key, a per-account
+// running sum, count, min and max in a Badger store, emitting the running
+// aggregate.
+//
+// The verifier checks: every good input copied once (no duplicate id, no
+// loss); each account's k-th aggregate equals the fold of its first k
+// good inputs (under exactly-once by position); every bad input once in
+// "<input>-dlq" with the weir.error.* and weir.source.* headers naming its
+// error and offset; no transaction left open (last stable offset = end
+// offset) on any topic weir wrote; the group's committed offsets equal the
+// input's end offsets; and the final Badger stores equal the
+// recomputation. At-least-once scenarios report duplicates without failing
+// on them; exactly-once scenarios fail on any.
+//
+// # Usage
+//
+// The command cmd/weir-chaos drives it (see the README's "Reliability
+// suite"):
+//
+//	go run ./cmd/weir-chaos                       # short suite on an in-process kfake
+//	go run ./cmd/weir-chaos -brokers 127.0.0.1:9092
+//
+// A program that runs scenarios must call RunChild when IsChild, first
+// thing in main, since children are the program itself re-executed:
+//
+//	if chaos.IsChild() { if err := chaos.RunChild(); err != nil { os.Exit(1) }; return }
+//	res := chaos.Run(ctx, chaos.Config{Brokers: ..., Exe: []string{os.Args[0]}, ...})
+//	fmt.Println(res) // scenario=... result=PASS
+package chaos

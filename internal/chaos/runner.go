@@ -1,0 +1,499 @@
+package chaos
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weirstream/weir/internal/kafkatest"
+)
+
+// Config is one scenario.
+type Config struct {
+	// Name of the scenario, printed in its line.
+	Name string
+	// Brokers to run against; required.
+	Brokers []string
+	// Cluster is the kfake cluster behind Brokers for fault injection; nil
+	// on a real broker (no broker faults then).
+	Cluster *kfake.Cluster
+	// Exe is the command that starts a child instance: a program that
+	// calls RunChild when IsChild (the environment is added).
+	Exe []string
+	// WorkDir receives the state dirs and the child logs.
+	WorkDir string
+	// Mode ("continuous", "micro-batch") and Guarantee ("at-least-once",
+	// "exactly-once") of the instances.
+	Mode, Guarantee string
+	// Records is the input size; Kills, Rebalances (membership changes by
+	// graceful leaves and joins), Stalls (a member stopped past its
+	// session timeout) and Faults (kfake only) the events.
+	Records, Kills, Rebalances, Stalls, Faults int
+	// Seed drives the input and the events.
+	Seed uint64
+	// Gap is the time between events (2s if zero).
+	Gap time.Duration
+	// Converge bounds the wait for complete output after the last event
+	// (3 minutes if zero).
+	Converge time.Duration
+	// Log receives progress lines; none if nil.
+	Log io.Writer
+}
+
+// Result is a scenario's outcome.
+type Result struct {
+	Config                                           Config
+	Duplicates, Lost, AggregateMismatches, DLQ       int
+	Kills, Rebalances, Stalls, Faults, FaultsInvoked int
+	Elapsed                                          time.Duration
+	Problems                                         []string
+}
+
+// Pass reports whether the scenario passed: nothing lost, every
+// aggregate right, no other problem, and — under exactly-once — no
+// duplicate.
+func (r Result) Pass() bool {
+	return r.Lost == 0 && r.AggregateMismatches == 0 && len(r.Problems) == 0 &&
+		(r.Config.Guarantee != "exactly-once" || r.Duplicates == 0)
+}
+
+// String is the scenario's summary line.
+func (r Result) String() string {
+	res := "PASS"
+	if !r.Pass() {
+		res = "FAIL"
+	}
+	c := r.Config
+	return fmt.Sprintf("scenario=%s mode=%s guarantee=%s records=%d duplicates=%d lost=%d aggregate_mismatches=%d dlq=%d"+
+		" seed=%d kills=%d rebalances=%d stalls=%d broker_faults=%d elapsed=%s result=%s",
+		c.Name, c.Mode, c.Guarantee, c.Records, r.Duplicates, r.Lost, r.AggregateMismatches, r.DLQ,
+		c.Seed, r.Kills, r.Rebalances, r.Stalls, r.Faults, r.Elapsed.Round(time.Second), res)
+}
+
+// scenario is one Run in progress.
+type scenario struct {
+	cfg     Config
+	rng     *mrand.Rand
+	start   time.Time
+	topics  Topics
+	app     string
+	members []*member
+	res     Result
+	exp     *expectation
+}
+
+func (s *scenario) logf(format string, args ...any) {
+	if s.cfg.Log != nil {
+		fmt.Fprintf(s.cfg.Log, "chaos %s/%s/%s [%5.1fs] %s\n", s.cfg.Name, s.cfg.Mode, s.cfg.Guarantee,
+			time.Since(s.start).Seconds(), fmt.Sprintf(format, args...))
+	}
+}
+
+// Run runs one scenario: three instances as child processes process the
+// workload while the events happen; then every instance rejoins, the
+// output must become complete within Converge, the instances stop
+// gracefully, and the verifier checks everything. Failures to run at all
+// (no broker, say) are problems of the result too.
+func Run(ctx context.Context, cfg Config) Result {
+	if cfg.Gap == 0 {
+		cfg.Gap = 2 * time.Second
+	}
+	if cfg.Converge == 0 {
+		cfg.Converge = 3 * time.Minute
+	}
+	s := &scenario{cfg: cfg, rng: mrand.New(mrand.NewPCG(cfg.Seed, 1)), start: time.Now()}
+	s.res.Config = cfg
+	if err := s.run(ctx); err != nil {
+		s.res.Problems = append(s.res.Problems, err.Error())
+	}
+	for _, m := range s.members {
+		if m.p != nil && !m.p.exited() {
+			_ = m.p.kill()
+		}
+	}
+	s.res.Elapsed = time.Since(s.start)
+	return s.res
+}
+
+func (s *scenario) run(ctx context.Context) error {
+	switch c := s.cfg; {
+	case c.Mode != "continuous" && c.Mode != "micro-batch":
+		return fmt.Errorf("chaos: unknown mode %q (continuous, micro-batch)", c.Mode)
+	case c.Guarantee != "at-least-once" && c.Guarantee != "exactly-once":
+		return fmt.Errorf("chaos: unknown guarantee %q (at-least-once, exactly-once)", c.Guarantee)
+	case c.Records < 1 || len(c.Brokers) == 0 || len(c.Exe) == 0 || c.WorkDir == "":
+		return errors.New("chaos: a scenario needs records, brokers, a child command and a work dir")
+	}
+	suffix := make([]byte, 4)
+	_, _ = rand.Read(suffix)
+	s.app = fmt.Sprintf("weir-chaos-%s-%s-%s-%d-%s", s.cfg.Name, short(s.cfg.Mode), short(s.cfg.Guarantee), s.cfg.Seed, hex.EncodeToString(suffix))
+	s.topics = Topics{In: s.app + "-in", Copy: s.app + "-copy", Agg: s.app + "-agg"}
+	if err := createTopics(ctx, s.cfg.Brokers, s.topics.In, s.topics.Copy, s.topics.Agg); err != nil {
+		return err
+	}
+	inputs := Generate(s.cfg.Seed, s.cfg.Records)
+	s.exp = newExpectation(inputs)
+	if err := os.MkdirAll(s.cfg.WorkDir, 0o755); err != nil {
+		return err
+	}
+	for i := range 3 {
+		m := &member{name: fmt.Sprintf("m%d", i)}
+		m.newDir(filepath.Join(s.cfg.WorkDir, s.app))
+		s.members = append(s.members, m)
+		if err := s.startMember(m); err != nil {
+			return err
+		}
+	}
+
+	events := s.plan()
+	span := time.Duration(len(events)+1) * s.cfg.Gap
+	produced := make(chan error, 1)
+	go func() { produced <- s.produce(ctx, inputs, span) }()
+	for _, ev := range events {
+		if err := s.sleep(ctx, s.cfg.Gap); err != nil {
+			return err
+		}
+		if err := s.checkMembers(); err != nil {
+			return err
+		}
+		if err := ev(ctx); err != nil {
+			return err
+		}
+	}
+	if err := <-produced; err != nil {
+		return err
+	}
+	s.logf("produced %d records; every member rejoins", len(inputs))
+	for _, m := range s.members {
+		if m.p != nil && m.p.stalled {
+			m.p.resume()
+		}
+		if !m.running() {
+			if err := s.startMember(m); err != nil {
+				return err
+			}
+		}
+	}
+	v := &verifier{brokers: s.cfg.Brokers, topics: s.topics, app: s.app, exp: s.exp, ordered: s.cfg.Guarantee == "exactly-once"}
+	if err := s.converge(ctx, v); err != nil {
+		return err
+	}
+	var stopErrs []error
+	for _, m := range s.members {
+		stopErrs = append(stopErrs, m.p.stop(60*time.Second))
+	}
+	if err := errors.Join(stopErrs...); err != nil {
+		return err
+	}
+	s.logf("all members stopped; verifying")
+	r, err := v.outputs(ctx)
+	if err != nil {
+		return err
+	}
+	if err := v.finished(ctx, &r); err != nil {
+		return err
+	}
+	var dirs []string
+	for _, m := range s.members {
+		dirs = append(dirs, m.allDirs...)
+	}
+	if err := v.stores(dirs, &r); err != nil {
+		return err
+	}
+	s.res.Duplicates, s.res.Lost, s.res.AggregateMismatches, s.res.DLQ = r.duplicates, r.lost, r.mismatches, r.dlq
+	s.res.Problems = append(s.res.Problems, r.problems...)
+	return nil
+}
+
+// converge waits until the group committed the whole input and the
+// outputs are complete (nothing lost), for at most Converge.
+func (s *scenario) converge(ctx context.Context, v *verifier) error {
+	deadline := time.Now().Add(s.cfg.Converge)
+	var last string
+	for {
+		if err := s.checkMembers(); err != nil {
+			return err
+		}
+		end, committed, err := v.inputProgress(ctx)
+		if err != nil {
+			last = err.Error()
+		} else if lag := lagOf(end, committed); lag > 0 {
+			last = fmt.Sprintf("the group is %d records behind the input", lag)
+		} else {
+			r, err := v.outputs(ctx)
+			switch {
+			case err != nil:
+				last = err.Error()
+			case r.lost == 0:
+				s.logf("output complete")
+				return nil
+			default:
+				last = fmt.Sprintf("%d outputs missing, e.g. %v", r.lost, r.problems[:min(3, len(r.problems))])
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("chaos: no complete output within %v of the last event: %s", s.cfg.Converge, last)
+		}
+		if err := s.sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+}
+
+func lagOf(end, committed map[int32]int64) int64 {
+	var lag int64
+	for p, e := range end {
+		lag += e - committed[p]
+	}
+	return lag
+}
+
+// plan returns the scenario's events in a seeded random order.
+func (s *scenario) plan() []func(context.Context) error {
+	var evs []func(context.Context) error
+	for range s.cfg.Kills {
+		evs = append(evs, s.kill)
+	}
+	for range (s.cfg.Rebalances + 1) / 2 {
+		evs = append(evs, s.leaveAndJoin)
+	}
+	for range s.cfg.Stalls {
+		evs = append(evs, s.stall)
+	}
+	if s.cfg.Cluster != nil {
+		var faults []brokerFault
+		for _, f := range brokerFaults {
+			if !f.txn || s.cfg.Guarantee == "exactly-once" {
+				faults = append(faults, f)
+			}
+		}
+		for i := range s.cfg.Faults {
+			f := faults[i%len(faults)]
+			evs = append(evs, func(ctx context.Context) error { return s.fault(ctx, f) })
+		}
+	}
+	s.rng.Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
+	return evs
+}
+
+func (s *scenario) startMember(m *member) error {
+	cfg := ChildConfig{Brokers: s.cfg.Brokers, App: s.app, StateDir: m.dir, Mode: s.cfg.Mode, Guarantee: s.cfg.Guarantee, Topics: s.topics}
+	m.starts++
+	if err := os.MkdirAll(filepath.Dir(m.dir), 0o755); err != nil {
+		return err
+	}
+	p, err := startProc(s.cfg.Exe, cfg, filepath.Join(filepath.Dir(m.dir), fmt.Sprintf("%s-%d.log", m.name, m.starts)))
+	if err != nil {
+		return err
+	}
+	m.p = p
+	return nil
+}
+
+// checkMembers fails the scenario if a child exited on its own.
+func (s *scenario) checkMembers() error {
+	for _, m := range s.members {
+		if m.p != nil && m.p.exited() {
+			return fmt.Errorf("chaos: member %s exited by itself: %v (see %s)", m.name, m.p.err, m.p.log.Name())
+		}
+	}
+	return nil
+}
+
+// running returns a random running (not stalled) member, nil if none.
+func (s *scenario) pick() *member {
+	var ms []*member
+	for _, m := range s.members {
+		if m.running() && !m.p.stalled {
+			ms = append(ms, m)
+		}
+	}
+	if len(ms) == 0 {
+		return nil
+	}
+	return ms[s.rng.IntN(len(ms))]
+}
+
+// kill SIGKILLs a member and restarts it, on the same state dir or, one
+// time in three, on an empty one (its state then comes from the
+// changelog).
+func (s *scenario) kill(ctx context.Context) error {
+	m := s.pick()
+	if m == nil {
+		return nil
+	}
+	if err := m.p.kill(); err != nil {
+		return err
+	}
+	s.res.Kills++
+	fresh := s.rng.IntN(3) == 0
+	if fresh {
+		m.newDir(filepath.Dir(m.dir))
+	}
+	s.logf("killed %s (SIGKILL); restarting it on %s state dir", m.name, map[bool]string{true: "an empty", false: "its"}[fresh])
+	if err := s.sleep(ctx, 500*time.Millisecond); err != nil {
+		return err
+	}
+	return s.startMember(m)
+}
+
+// leaveAndJoin stops a member gracefully (it leaves the group) and starts
+// it again a gap later (it joins): two rebalances.
+func (s *scenario) leaveAndJoin(ctx context.Context) error {
+	m := s.pick()
+	if m == nil {
+		return nil
+	}
+	if err := m.p.stop(60 * time.Second); err != nil {
+		return err
+	}
+	s.res.Rebalances++
+	s.logf("%s left (graceful stop)", m.name)
+	if err := s.sleep(ctx, s.cfg.Gap); err != nil {
+		return err
+	}
+	if err := s.startMember(m); err != nil {
+		return err
+	}
+	s.res.Rebalances++
+	s.logf("%s joined", m.name)
+	return nil
+}
+
+// stall stops a member (SIGSTOP) past its session timeout, then wakes it.
+func (s *scenario) stall(ctx context.Context) error {
+	m := s.pick()
+	if m == nil {
+		return nil
+	}
+	m.p.stall()
+	s.res.Stalls++
+	d := SessionTimeout + 3*time.Second
+	s.logf("%s stalled (SIGSTOP) for %v", m.name, d)
+	if err := s.sleep(ctx, d); err != nil {
+		return err
+	}
+	m.p.resume()
+	s.logf("%s woke up (SIGCONT)", m.name)
+	return nil
+}
+
+// fault injects one broker fault and removes what is left of it a gap
+// later.
+func (s *scenario) fault(ctx context.Context, f brokerFault) error {
+	remove := f.install(s.cfg.Cluster)
+	s.res.Faults++
+	s.logf("broker fault: %s", f.name)
+	err := s.sleep(ctx, s.cfg.Gap)
+	remove()
+	return err
+}
+
+func (s *scenario) sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// produce writes the inputs, keyed by account, spread over span, and
+// records each one's partition and offset.
+func (s *scenario) produce(ctx context.Context, inputs []Input, span time.Duration) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Brokers...), kgo.ClientID("weir-chaos-producer"),
+		kgo.DefaultProduceTopic(s.topics.In), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	const batch = 500
+	start := time.Now()
+	for first := 0; first < len(inputs); first += batch {
+		last := min(first+batch, len(inputs))
+		recs := make([]*kgo.Record, 0, last-first)
+		for _, in := range inputs[first:last] {
+			recs = append(recs, &kgo.Record{Key: []byte(in.Key), Value: in.Value(), Timestamp: baseTime.Add(time.Duration(in.ID) * time.Millisecond)})
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		res := cl.ProduceSync(pctx, recs...)
+		cancel()
+		if err := res.FirstErr(); err != nil {
+			return fmt.Errorf("chaos: produce the input: %w", err)
+		}
+		for i, r := range recs { // kgo sets each record's partition and offset
+			s.exp.part[first+i], s.exp.off[first+i] = r.Partition, r.Offset
+		}
+		if wait := time.Until(start.Add(span * time.Duration(last) / time.Duration(len(inputs)))); wait > 0 {
+			if err := s.sleep(ctx, wait); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// createTopics creates topics with Partitions partitions each.
+func createTopics(ctx context.Context, brokers []string, names ...string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID("weir-chaos-admin"))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30_000
+	for _, n := range names {
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = n, Partitions, -1
+		req.Topics = append(req.Topics, t)
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	resp, err := req.RequestWith(cctx, cl)
+	if err != nil {
+		return fmt.Errorf("chaos: create topics: %w", err)
+	}
+	for _, t := range resp.Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return fmt.Errorf("chaos: create topic %s: %w", t.Topic, err)
+		}
+	}
+	// A real cluster answers before every broker knows the topics: wait
+	// until each partition has a leader that answers.
+	for _, n := range names {
+		for {
+			_, err := kafkatest.EndOffsets(cctx, brokers, n, false)
+			if err == nil {
+				break
+			}
+			if cctx.Err() != nil {
+				return fmt.Errorf("chaos: topic %s never became ready: %w", n, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+func short(s string) string {
+	var b strings.Builder
+	for w := range strings.SplitSeq(s, "-") {
+		if w != "" {
+			b.WriteByte(w[0])
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,435 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/statestore/badgerstore"
+)
+
+// expectation is what the verifier recomputes from the generated input.
+type expectation struct {
+	inputs []Input // by id-1
+	part   []int32 // input partition by id-1, set when produced
+	off    []int64 // input offset by id-1
+	// folds[key][c-1] is the fold of the key's first c good inputs.
+	folds map[string][]Agg
+}
+
+func newExpectation(inputs []Input) *expectation {
+	e := &expectation{inputs: inputs, part: make([]int32, len(inputs)), off: make([]int64, len(inputs)), folds: map[string][]Agg{}}
+	for _, in := range inputs {
+		if in.Kind != Good {
+			continue
+		}
+		f := e.folds[in.Key]
+		prev := Agg{}
+		if len(f) > 0 {
+			prev = f[len(f)-1]
+		}
+		e.folds[in.Key] = append(f, Fold(prev, in.Txn))
+	}
+	return e
+}
+
+// report is what one verification found.
+type report struct {
+	duplicates, lost, mismatches, dlq int
+	problems                          []string
+}
+
+func (r *report) problem(format string, args ...any) {
+	const maxProblems = 20
+	if len(r.problems) < maxProblems {
+		r.problems = append(r.problems, fmt.Sprintf(format, args...))
+	} else if len(r.problems) == maxProblems {
+		r.problems = append(r.problems, "(more problems not listed)")
+	}
+}
+
+// verifier reads a scenario's topics as an independent read_committed
+// consumer (franz-go, not weir's sarama adapter) and checks them against
+// the expectation.
+type verifier struct {
+	brokers []string
+	topics  Topics
+	app     string
+	exp     *expectation
+	// ordered: exactly-once, so each key's outputs must come exactly as
+	// its 1st, 2nd, ... fold, by position.
+	ordered bool
+}
+
+func (v *verifier) read(ctx context.Context, topic string) ([]kafka.Record, error) {
+	parts, err := kafkatest.ReadStable(ctx, v.brokers, topic)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: read %s: %w", topic, err)
+	}
+	var out []kafka.Record
+	for _, p := range slices.Sorted(maps.Keys(parts)) {
+		out = append(out, parts[p]...)
+	}
+	return out, nil
+}
+
+// outputs checks the copy, aggregate and dead-letter topics.
+func (v *verifier) outputs(ctx context.Context) (report, error) {
+	var r report
+	if err := v.checkCopies(ctx, &r); err != nil {
+		return r, err
+	}
+	if err := v.checkAggregates(ctx, &r); err != nil {
+		return r, err
+	}
+	return r, v.checkDeadLetters(ctx, &r)
+}
+
+func (v *verifier) input(id int64) (Input, bool) {
+	if id < 1 || id > int64(len(v.exp.inputs)) {
+		return Input{}, false
+	}
+	return v.exp.inputs[id-1], true
+}
+
+// checkCopies: every good input once in the copy topic, nothing else.
+func (v *verifier) checkCopies(ctx context.Context, r *report) error {
+	recs, err := v.read(ctx, v.topics.Copy)
+	if err != nil {
+		return err
+	}
+	seen := make([]int32, len(v.exp.inputs))
+	for _, rec := range recs {
+		t, err := serde.JSON[Txn]().Deserialize("", rec.Value)
+		in, ok := v.input(t.ID)
+		switch {
+		case err != nil || !ok:
+			r.mismatches++
+			r.problem("copy %d@%d: not a copy of an input (%q)", rec.Partition, rec.Offset, trim(rec.Value))
+			continue
+		case in.Kind != Good:
+			r.mismatches++
+			r.problem("copy of bad input %d (kind %d) at %d@%d", t.ID, in.Kind, rec.Partition, rec.Offset)
+		case t != in.Txn || string(rec.Key) != in.Key:
+			r.mismatches++
+			r.problem("copy of input %d differs: %+v", t.ID, t)
+		}
+		seen[t.ID-1]++
+		if seen[t.ID-1] > 1 {
+			r.duplicates++
+		}
+	}
+	for i, in := range v.exp.inputs {
+		if in.Kind == Good && seen[i] == 0 {
+			r.lost++
+			r.problem("input %d (%s k=%d) has no copy", in.ID, in.Key, in.K)
+		}
+	}
+	return nil
+}
+
+// checkAggregates: for every key, the outputs are the folds of its first
+// 1, 2, ..., n good inputs, each once (under exactly-once, in that
+// order).
+func (v *verifier) checkAggregates(ctx context.Context, r *report) error {
+	recs, err := v.read(ctx, v.topics.Agg)
+	if err != nil {
+		return err
+	}
+	seen := map[string][]int32{}
+	for key, f := range v.exp.folds {
+		seen[key] = make([]int32, len(f))
+	}
+	position := map[string]int64{}
+	for _, rec := range recs {
+		key := string(rec.Key)
+		a, err := serde.JSON[Agg]().Deserialize("", rec.Value)
+		folds := v.exp.folds[key]
+		if err != nil || a.Count < 1 || a.Count > int64(len(folds)) {
+			r.mismatches++
+			r.problem("aggregate %s at %d@%d: count %d of %d good inputs (%q)", key, rec.Partition, rec.Offset, a.Count, len(folds), trim(rec.Value))
+			continue
+		}
+		position[key]++
+		if want := folds[a.Count-1]; !sameFold(a, want) {
+			r.mismatches++
+			r.problem("aggregate %s #%d: got %+v, the fold of its first %d inputs is %+v", key, a.Count, a, a.Count, want)
+		}
+		if v.ordered && a.Count != position[key] {
+			r.mismatches++
+			r.problem("aggregate %s: output %d is the fold of %d inputs", key, position[key], a.Count)
+		}
+		seen[key][a.Count-1]++
+		if seen[key][a.Count-1] > 1 {
+			r.duplicates++
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(seen)) {
+		for c, n := range seen[key] {
+			if n == 0 {
+				r.lost++
+				r.problem("aggregate %s #%d never written", key, c+1)
+			}
+		}
+	}
+	return nil
+}
+
+// checkDeadLetters: every bad input once in "<in>-dlq", with the headers
+// naming its error and position; no good input there; nothing in the
+// repartition topic's dead-letter topic.
+func (v *verifier) checkDeadLetters(ctx context.Context, r *report) error {
+	recs, err := v.read(ctx, runtime.DeadLetterTopic(v.topics.In))
+	if err != nil {
+		return err
+	}
+	seen := make([]int32, len(v.exp.inputs))
+	for _, rec := range recs {
+		id, err := IDOf(rec.Value)
+		in, ok := v.input(id)
+		if err != nil || !ok || in.Kind == Good {
+			r.mismatches++
+			r.problem("dead letter at %d@%d is not a bad input (%q)", rec.Partition, rec.Offset, trim(rec.Value))
+			continue
+		}
+		h := map[string]string{}
+		for _, x := range rec.Headers {
+			h[x.Key] = string(x.Value)
+		}
+		kind, node := "processing", "validate"
+		switch in.Kind {
+		case Undeserializable:
+			kind, node = "deserialization", ""
+		case Oversized:
+			node = "copy"
+		}
+		if h[runtime.HeaderErrorKind] != kind || h[runtime.HeaderErrorNode] != node || h[runtime.HeaderErrorMessage] == "" ||
+			h[runtime.HeaderSourceTopic] != v.topics.In ||
+			h[runtime.HeaderSourcePartiton] != strconv.Itoa(int(v.exp.part[id-1])) ||
+			h[runtime.HeaderSourceOffset] != strconv.FormatInt(v.exp.off[id-1], 10) ||
+			string(rec.Key) != in.Key {
+			r.mismatches++
+			r.problem("dead letter of input %d (kind %d at %d@%d): headers %v", id, in.Kind, v.exp.part[id-1], v.exp.off[id-1], h)
+		}
+		seen[id-1]++
+		if seen[id-1] > 1 {
+			r.duplicates++
+		} else {
+			r.dlq++
+		}
+	}
+	for i, in := range v.exp.inputs {
+		if in.Kind != Good && seen[i] == 0 {
+			r.lost++
+			r.problem("bad input %d (kind %d) has no dead letter", in.ID, in.Kind)
+		}
+	}
+	internal, err := kafkatest.ReadStable(ctx, v.brokers, runtime.DeadLetterTopic(v.app+"-"+Repartition+"-repartition"))
+	if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return fmt.Errorf("chaos: read the repartition dead-letter topic: %w", err)
+	}
+	for _, recs := range internal {
+		for _, rec := range recs {
+			r.mismatches++
+			r.problem("dead letter of a repartitioned record: %q", trim(rec.Value))
+		}
+	}
+	return nil
+}
+
+// finished checks that no transaction is left open (last stable offset =
+// end offset) on every topic weir writes, and that the group's committed
+// offsets are the input's end offsets.
+func (v *verifier) finished(ctx context.Context, r *report) error {
+	for _, topic := range []string{v.topics.Copy, v.topics.Agg, runtime.DeadLetterTopic(v.topics.In),
+		v.app + "-" + Repartition + "-repartition", v.app + "-" + Store + "-changelog"} {
+		hwm, err := kafkatest.EndOffsets(ctx, v.brokers, topic, false)
+		if err != nil {
+			return fmt.Errorf("chaos: end offsets of %s: %w", topic, err)
+		}
+		lso, err := kafkatest.EndOffsets(ctx, v.brokers, topic, true)
+		if err != nil {
+			return fmt.Errorf("chaos: stable offsets of %s: %w", topic, err)
+		}
+		if !maps.Equal(hwm, lso) {
+			r.problem("open transactions on %s: last stable offsets %v, end offsets %v", topic, lso, hwm)
+		}
+	}
+	end, committed, err := v.inputProgress(ctx)
+	if err != nil {
+		return err
+	}
+	if !maps.Equal(end, committed) {
+		r.problem("group %s committed %v on %s, end offsets %v", v.app, committed, v.topics.In, end)
+	}
+	return nil
+}
+
+// inputProgress returns the input's end offsets and the group's committed
+// offsets on it.
+func (v *verifier) inputProgress(ctx context.Context) (end, committed map[int32]int64, err error) {
+	end, err = kafkatest.EndOffsets(ctx, v.brokers, v.topics.In, false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("chaos: end offsets of %s: %w", v.topics.In, err)
+	}
+	committed, err = groupOffsets(ctx, v.brokers, v.app, v.topics.In)
+	return end, committed, err
+}
+
+// groupOffsets fetches a group's committed offsets on topic (stable).
+func groupOffsets(ctx context.Context, brokers []string, group, topic string) (map[int32]int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID("weir-chaos-verifier"))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = group
+	req.RequireStable = true
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic = topic
+	for p := range int32(Partitions) {
+		rt.Partitions = append(rt.Partitions, p)
+	}
+	req.Topics = append(req.Topics, rt)
+	rg := kmsg.NewOffsetFetchRequestGroup()
+	rg.Group = group
+	gt := kmsg.NewOffsetFetchRequestGroupTopic()
+	gt.Topic = topic
+	gt.Partitions = rt.Partitions
+	rg.Topics = append(rg.Topics, gt)
+	req.Groups = append(req.Groups, rg)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: offset fetch: %w", err)
+	}
+	out := map[int32]int64{}
+	add := func(code int16, p int32, off int64) error {
+		if err := kerr.ErrorForCode(code); err != nil {
+			return fmt.Errorf("chaos: offset fetch %s/%d: %w", topic, p, err)
+		}
+		if off >= 0 {
+			out[p] = off
+		}
+		return nil
+	}
+	if len(resp.Groups) > 0 {
+		g := resp.Groups[0]
+		if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+			return nil, fmt.Errorf("chaos: offset fetch: %w", err)
+		}
+		for _, t := range g.Topics {
+			for _, p := range t.Partitions {
+				if err := add(p.ErrorCode, p.Partition, p.Offset); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return out, nil
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, fmt.Errorf("chaos: offset fetch: %w", err)
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := add(p.ErrorCode, p.Partition, p.Offset); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// stores checks the final stores: for each store partition, the state dir
+// holding its newest checkpoint (its last owner — possibly a killed
+// instance's abandoned dir, when the partition had not moved again) has
+// exactly the recomputed aggregate of every key of the partition.
+func (v *verifier) stores(dirs []string, r *report) error {
+	var dbs []*badgerstore.DB
+	defer func() {
+		for _, db := range dbs {
+			_ = db.Close()
+		}
+	}()
+	for _, dir := range dirs {
+		db, err := badgerstore.Open(filepath.Join(dir, "stores"), badgerstore.Options{ReadOnly: true})
+		if err != nil {
+			// A killed instance's database was not closed: Badger
+			// replays its log when opened for writing.
+			db, err = badgerstore.Open(filepath.Join(dir, "stores"), badgerstore.Options{})
+		}
+		if err != nil {
+			return fmt.Errorf("chaos: open the stores of %s: %w", dir, err)
+		}
+		dbs = append(dbs, db)
+	}
+	owner := make([]*badgerstore.DB, Partitions)
+	best := make([]int64, Partitions)
+	for p := range int32(Partitions) {
+		best[p] = -1
+		for _, db := range dbs {
+			off, ok, err := db.Checkpoint(Store, p)
+			if err != nil {
+				return fmt.Errorf("chaos: checkpoint: %w", err)
+			}
+			if ok && off > best[p] {
+				owner[p], best[p] = db, off
+			}
+		}
+	}
+	for k := range Keys {
+		key := KeyName(k)
+		p, err := kafka.PartitionForKey([]byte(key), Partitions)
+		if err != nil {
+			return err
+		}
+		folds := v.exp.folds[key]
+		if owner[p] == nil {
+			if len(folds) > 0 {
+				r.mismatches++
+				r.problem("store partition %d: no state dir has a checkpoint", p)
+			}
+			continue
+		}
+		b, ok, err := owner[p].Get(Store, p, []byte(key))
+		if err != nil {
+			return fmt.Errorf("chaos: store get: %w", err)
+		}
+		switch {
+		case !ok && len(folds) == 0:
+		case !ok:
+			r.mismatches++
+			r.problem("store: %s missing in partition %d", key, p)
+		default:
+			a, err := serde.JSON[Agg]().Deserialize("", b)
+			if err != nil || len(folds) == 0 || !sameFold(a, folds[len(folds)-1]) {
+				var want Agg
+				if len(folds) > 0 {
+					want = folds[len(folds)-1]
+				}
+				r.mismatches++
+				r.problem("store: %s is %q, the recomputation %+v", key, trim(b), want)
+			}
+		}
+	}
+	return nil
+}
+
+func trim(b []byte) string {
+	if len(b) > 120 {
+		return string(b[:120]) + "..."
+	}
+	return string(b)
+}

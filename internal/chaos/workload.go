@@ -1,0 +1,196 @@
+package chaos
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/topology"
+)
+
+// Keys is the number of accounts (record keys) of the workload.
+const Keys = 1000
+
+// Partitions of the input and output topics.
+const Partitions = 8
+
+// Txn is one input record's value: a unique id, the account's running
+// sequence number K (1, 2, ... per key over all its records, bad ones
+// included) and an amount. Fail asks the validating processor to fail;
+// Big asks the copy stage for an output too large to produce.
+type Txn struct {
+	ID     int64  `json:"id"`
+	Key    string `json:"key"`
+	K      int64  `json:"k"`
+	Amount int64  `json:"amount"`
+	Fail   bool   `json:"fail,omitempty"`
+	Big    bool   `json:"big,omitempty"`
+	Pad    string `json:"pad,omitempty"`
+}
+
+// Agg is the running aggregate of one account. Replays counts inputs
+// whose K was not above LastK — a record the aggregate saw again (after
+// an at-least-once replay); they are not folded, so Count, Sum, Min, Max,
+// LastK and LastID stay the fold of distinct inputs, and the verifier
+// counts the replay as a duplicate output.
+type Agg struct {
+	Count   int64 `json:"count"`
+	Sum     int64 `json:"sum"`
+	Min     int64 `json:"min"`
+	Max     int64 `json:"max"`
+	LastK   int64 `json:"lastK"`
+	LastID  int64 `json:"lastID"`
+	Replays int64 `json:"replays,omitempty"`
+}
+
+// Fold adds one input to an aggregate.
+func Fold(a Agg, t Txn) Agg {
+	if t.K <= a.LastK {
+		a.Replays++
+		return a
+	}
+	if a.Count == 0 || t.Amount < a.Min {
+		a.Min = t.Amount
+	}
+	if a.Count == 0 || t.Amount > a.Max {
+		a.Max = t.Amount
+	}
+	a.Count++
+	a.Sum += t.Amount
+	a.LastK, a.LastID = t.K, t.ID
+	return a
+}
+
+// sameFold compares the folded fields (not Replays).
+func sameFold(a, b Agg) bool {
+	a.Replays, b.Replays = 0, 0
+	return a == b
+}
+
+// Kind of an input record.
+type Kind uint8
+
+const (
+	// Good records reach every output.
+	Good Kind = iota
+	// Undeserializable values fail the source's JSON decoding.
+	Undeserializable
+	// ProcessorError records are rejected by the validating processor.
+	ProcessorError
+	// Oversized records make the copy stage's output too large.
+	Oversized
+)
+
+// Input is one generated input record.
+type Input struct {
+	Txn
+	Kind Kind
+}
+
+// Value returns the record's value bytes.
+func (in Input) Value() []byte {
+	if in.Kind == Undeserializable {
+		return []byte("!undeserializable:" + strconv.FormatInt(in.ID, 10))
+	}
+	b, err := serde.JSON[Txn]().Serialize("", in.Txn)
+	if err != nil {
+		panic(err) // a Txn always encodes
+	}
+	return b
+}
+
+// IDOf returns the id in an input value (good or not).
+func IDOf(v []byte) (int64, error) {
+	if s, ok := strings.CutPrefix(string(v), "!undeserializable:"); ok {
+		return strconv.ParseInt(s, 10, 64)
+	}
+	t, err := serde.JSON[Txn]().Deserialize("", v)
+	if err != nil {
+		return 0, err
+	}
+	return t.ID, nil
+}
+
+// Generate returns n input records from seed: ids 1..n, keys uniform over
+// Keys accounts, 1% undeserializable, 0.1% processor errors, 0.1%
+// oversized outputs.
+func Generate(seed uint64, n int) []Input {
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	seq := make([]int64, Keys)
+	out := make([]Input, n)
+	for i := range out {
+		k := rng.IntN(Keys)
+		seq[k]++
+		in := Input{Txn: Txn{ID: int64(i + 1), Key: KeyName(k), K: seq[k], Amount: rng.Int64N(2001) - 1000}}
+		switch r := rng.IntN(1000); {
+		case r < 10:
+			in.Kind = Undeserializable
+		case r == 10:
+			in.Kind, in.Fail = ProcessorError, true
+		case r == 11:
+			in.Kind, in.Big = Oversized, true
+		}
+		out[i] = in
+	}
+	return out
+}
+
+// KeyName names account k.
+func KeyName(k int) string { return fmt.Sprintf("acct-%04d", k) }
+
+// Topics are the topics of one scenario.
+type Topics struct {
+	In, Copy, Agg string
+}
+
+// Store is the aggregate's store name, and Repartition the name of the
+// repartition stage.
+const (
+	Store       = "agg"
+	Repartition = "by-key"
+)
+
+// padBytes makes an oversized record's copy larger than any producer
+// delivers.
+const padBytes = kafka.MaxRecordBytes + 1
+
+// Build returns the workload's topology:
+//
+//	in ─► validate ─┬─► copy ─► Copy topic            (a) a copy
+//	                └─► repartition by key ─► aggregate (store "agg") ─► Agg topic   (b), (c)
+//
+// validate fails the records marked Fail; copy inflates the records marked
+// Big past the producers' limit. The copy branch comes first, so a record
+// whose copy fails reaches neither output: every bad record's only trace
+// is its dead letter.
+func Build(t Topics) (*topology.Topology, error) {
+	b := topology.NewBuilder()
+	src := topology.NewStream(b, t.In, serde.String(), serde.JSON[Txn]())
+	valid := topology.Process(src, func() processor.Processor[string, Txn, string, Txn] {
+		return processor.Func[string, Txn, string, Txn](func(ctx processor.Context[string, Txn], r processor.Record[string, Txn]) error {
+			if r.Value.Fail {
+				return fmt.Errorf("chaos: record %d rejected by the validating processor", r.Value.ID)
+			}
+			return ctx.Forward(r)
+		})
+	}, topology.Named("validate")).WithSerdes(serde.String(), serde.JSON[Txn]())
+	topology.MapValues(valid, func(v Txn) Txn {
+		if v.Big {
+			v.Pad = strings.Repeat("x", padBytes)
+		}
+		return v
+	}, topology.Named("copy")).WithValueSerde(serde.JSON[Txn]()).To(t.Copy)
+	grouped := valid.Repartition(topology.Named(Repartition)).GroupByKey()
+	topology.Aggregate(grouped, func() Agg { return Agg{} }, func(_ string, v Txn, a Agg) Agg { return Fold(a, v) },
+		serde.JSON[Agg](), topology.Materialized(Store)).
+		ToStream().To(t.Agg)
+	return b.Build()
+}
+
+// baseTime stamps input record i at baseTime + i ms.
+var baseTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
