@@ -46,6 +46,7 @@ const BalanceStrategyName = "weir-copartitioned"
 type copartitionStrategy struct {
 	sets       [][]string
 	memberData []byte
+	onAssign   func(generation int32)
 	generation atomic.Int32
 }
 
@@ -56,8 +57,8 @@ var (
 	_ sarama.OnAssignmentBalanceStrategy         = (*copartitionStrategy)(nil)
 )
 
-func newCopartitionStrategy(sets [][]string, memberData []byte) *copartitionStrategy {
-	s := &copartitionStrategy{sets: sets, memberData: memberData}
+func newCopartitionStrategy(sets [][]string, memberData []byte, onAssign func(int32)) *copartitionStrategy {
+	s := &copartitionStrategy{sets: sets, memberData: memberData, onAssign: onAssign}
 	s.generation.Store(-1)
 	return s
 }
@@ -112,6 +113,9 @@ func (s *copartitionStrategy) SubscriptionUserData([]string) ([]byte, error) {
 // OnAssignment implements sarama.OnAssignmentBalanceStrategy.
 func (s *copartitionStrategy) OnAssignment(_ *sarama.ConsumerGroupMemberAssignment, generationID int32) {
 	s.generation.Store(generationID)
+	if s.onAssign != nil {
+		s.onAssign(generationID)
+	}
 }
 
 // userDataVersion prefixes the subscription user data: version byte, then

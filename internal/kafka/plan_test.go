@@ -354,7 +354,7 @@ func TestPlanRandomChurn(t *testing.T) {
 }
 
 func TestStrategyPlanReadsSubscriptions(t *testing.T) {
-	s := newCopartitionStrategy([][]string{{"a", "b"}}, nil)
+	s := newCopartitionStrategy([][]string{{"a", "b"}}, nil, nil)
 	require.Equal(t, BalanceStrategyName, s.Name())
 	require.Equal(t, []sarama.RebalanceProtocol{sarama.RebalanceProtocolCooperative}, s.SupportedProtocols())
 
