@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
+	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/statestore"
 )
@@ -82,4 +84,10 @@ func (ts *Tasks) running(id processor.TaskID) bool {
 	default:
 		return false
 	}
+}
+
+// GroupMembers describes the members of the application's consumer group
+// with the data they advertise (see SetMemberData).
+func (r *Runtime) GroupMembers(ctx context.Context) ([]kafka.GroupMember, error) {
+	return r.admin.GroupMembers(ctx, r.cfg.ApplicationID)
 }
