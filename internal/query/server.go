@@ -184,7 +184,13 @@ func (s *server) rangePartition(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, apiError{Error: fmt.Sprintf("query: partition %q is not in [0, %d)", r.PathValue("partition"), info.Partitions), Store: name})
 		return
 	}
-	p := int32(n)
+	s.servePartition(w, r, info, int32(n))
+}
+
+// servePartition answers a range query of one partition: from its rows
+// here, or forwarded to its owner.
+func (s *server) servePartition(w http.ResponseWriter, r *http.Request, info runtime.StoreInfo, p int32) {
+	name := info.Spec.Name
 	from, to, limit, bad := s.rangeArgs(w, r, info)
 	if bad {
 		return
@@ -229,7 +235,7 @@ func (s *server) rangeAll(w http.ResponseWriter, r *http.Request) {
 		req := r.Clone(r.Context())
 		req.URL, req.RequestURI = &u, u.RequestURI()
 		rec := &recorder{header: http.Header{}}
-		s.rangePartition(rec, req)
+		s.servePartition(rec, req, info, p)
 		if rec.status != http.StatusOK {
 			copyReply(w, rec.status, rec.header.Get("Content-Type"), rec.body)
 			return
