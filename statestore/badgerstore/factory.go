@@ -51,13 +51,7 @@ func (f factory) Open(spec statestore.Spec, partition int32) (statestore.Store, 
 	fail := func(err error) (statestore.Store, error) {
 		return nil, fmt.Errorf("badgerstore: open %s store %q in partition %d: %w", spec.Kind, spec.Name, partition, err)
 	}
-	if err := validateName(spec.Name); err != nil {
-		return fail(err)
-	}
-	if spec.Kind < statestore.KindKeyValue || spec.Kind > statestore.KindSession {
-		return fail(fmt.Errorf("%w: unknown kind %d", ErrInvalid, int(spec.Kind)))
-	}
-	if err := db.acquire(); err != nil {
+	if err := db.acquireFor(spec); err != nil {
 		return fail(err)
 	}
 	defer db.release()
@@ -88,13 +82,7 @@ func (db *DB) Reader(spec statestore.Spec, partition int32) (statestore.Store, e
 	fail := func(err error) (statestore.Store, error) {
 		return nil, fmt.Errorf("badgerstore: read %s store %q in partition %d: %w", spec.Kind, spec.Name, partition, err)
 	}
-	if err := validateName(spec.Name); err != nil {
-		return fail(err)
-	}
-	if spec.Kind < statestore.KindKeyValue || spec.Kind > statestore.KindSession {
-		return fail(fmt.Errorf("%w: unknown kind %d", ErrInvalid, int(spec.Kind)))
-	}
-	if err := db.acquire(); err != nil {
+	if err := db.acquireFor(spec); err != nil {
 		return fail(err)
 	}
 	defer db.release()
@@ -108,6 +96,17 @@ func (db *DB) Reader(spec statestore.Spec, partition int32) (statestore.Store, e
 	s := newStore(db, spec, partition)
 	baseOf(s).reader = true
 	return s, nil
+}
+
+// acquireFor validates spec and read-holds the database (see acquire).
+func (db *DB) acquireFor(spec statestore.Spec) error {
+	if err := validateName(spec.Name); err != nil {
+		return err
+	}
+	if spec.Kind < statestore.KindKeyValue || spec.Kind > statestore.KindSession {
+		return fmt.Errorf("%w: unknown kind %d", ErrInvalid, int(spec.Kind))
+	}
+	return db.acquire()
 }
 
 // newStore returns a handle of the kind of spec.
