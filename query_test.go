@@ -274,10 +274,13 @@ func TestQueryOwnerUnreachable(t *testing.T) {
 		waitForCounts(t, env, out, want)
 		// Once both run partitions, the keys the good instance counts
 		// answer, and the others name the dead owner.
+		var last []string
 		require.Eventually(t, func() bool {
 			ok, unreachable := 0, 0
+			last = last[:0]
 			for w, n := range want {
 				r := query(t, addrs[0], keyPath("counts", w))
+				last = append(last, fmt.Sprintf("%s: %d %s", w, r.status, r.Error))
 				switch {
 				case r.status == http.StatusOK && *r.Value == n:
 					ok++
@@ -288,7 +291,7 @@ func TestQueryOwnerUnreachable(t *testing.T) {
 				}
 			}
 			return ok > 0 && unreachable > 0 && ok+unreachable == len(want)
-		}, 60*time.Second, 200*time.Millisecond, "keys of the dead owner get 503 naming it")
+		}, 60*time.Second, 200*time.Millisecond, "keys of the dead owner get 503 naming it; last round: %q", &last)
 	})
 }
 
