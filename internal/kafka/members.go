@@ -22,8 +22,8 @@ type GroupMember struct {
 // GroupMembers describes the members of a weir consumer group (one whose
 // members subscribe with weir's assignor). While the group rebalances the
 // coordinator reports members without assignments; a partition withheld
-// by the cooperative protocol belongs to no member for a moment. Members
-// of other protocols are returned without data.
+// by the cooperative protocol belongs to no member for a moment; a member
+// whose subscription the coordinator does not report has no data.
 func (a *Admin) GroupMembers(ctx context.Context, group string) ([]GroupMember, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -43,14 +43,11 @@ func (a *Admin) GroupMembers(ctx context.Context, group string) ([]GroupMember, 
 	out := make([]GroupMember, 0, len(d.Members))
 	for id, m := range d.Members {
 		gm := GroupMember{ID: id, Assigned: map[string][]int32{}}
-		if d.Protocol == BalanceStrategyName {
-			meta, err := m.GetMemberMetadata()
-			if err != nil {
-				return nil, fmt.Errorf("kafka: group %q member %q: metadata: %w", group, id, err)
-			}
-			if meta != nil {
-				gm.Data = decodeMemberData(meta.UserData)
-			}
+		// weir's members offer one protocol, so the metadata is its
+		// subscription whether or not the coordinator names the protocol
+		// (it may not, mid-rebalance); others' user data decodes to nil.
+		if meta, err := m.GetMemberMetadata(); err == nil && meta != nil {
+			gm.Data = decodeMemberData(meta.UserData)
 		}
 		as, err := m.GetMemberAssignment()
 		if err != nil {

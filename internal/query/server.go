@@ -330,6 +330,8 @@ func (s *server) elsewhere(w http.ResponseWriter, r *http.Request, info runtime.
 			e.Owner = &own
 			writeError(w, http.StatusServiceUnavailable, e)
 			return
+		case own.Addr == "" && attempt == 0:
+			continue // read the group again: its subscription may not have been reported
 		case own.Addr == "":
 			e.Error = fmt.Sprintf("query: the owner of partition %d of store %q, member %s, advertises no HTTP address (WithHTTP)", p, info.Spec.Name, own.Member)
 			e.Owner = &own
