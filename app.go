@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -13,6 +14,8 @@ import (
 	"github.com/weirstream/weir/continuous"
 	"github.com/weirstream/weir/exactlyonce"
 	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/metrics"
+	"github.com/weirstream/weir/internal/query"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/microbatch"
 	"github.com/weirstream/weir/offsets"
@@ -32,6 +35,10 @@ type App struct {
 	cfg     config
 	running atomic.Bool
 	stats   atomic.Pointer[runtime.Stats]
+	// metrics outlive runs; progress keeps the last reports for /progress.
+	metrics  *metrics.Metrics
+	progress *query.Ring
+	httpAddr atomic.Pointer[string]
 }
 
 // New validates the options and returns an App. It does not connect: Run
@@ -59,6 +66,16 @@ func New(topo *topology.Topology, opts ...Option) (*App, error) {
 		return nil, fmt.Errorf("%w: epoch interval %v is below 1ms", ErrConfig, cfg.epochInterval)
 	case cfg.badRecords < Fail || cfg.badRecords > DeadLetter:
 		return nil, fmt.Errorf("%w: unknown bad-record policy %d", ErrConfig, int(cfg.badRecords))
+	case cfg.progressReports < 0:
+		return nil, fmt.Errorf("%w: negative progress report count %d", ErrConfig, cfg.progressReports)
+	}
+	if cfg.httpOn {
+		if _, _, err := net.SplitHostPort(cfg.httpAddr); err != nil {
+			return nil, fmt.Errorf("%w: http address %q: %w", ErrConfig, cfg.httpAddr, err)
+		}
+	}
+	if cfg.progressReports == 0 {
+		cfg.progressReports = DefaultProgressReports
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.Default()
@@ -76,7 +93,11 @@ func New(topo *topology.Topology, opts ...Option) (*App, error) {
 	if err := kc.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	return &App{topo: topo, cfg: cfg}, nil
+	return &App{
+		topo: topo, cfg: cfg,
+		metrics:  metrics.New(cfg.applicationID, cfg.mode.String(), cfg.guarantee.String()),
+		progress: query.NewRing(cfg.progressReports),
+	}, nil
 }
 
 func (c *config) kafkaConfig() kafka.Config {
@@ -104,15 +125,21 @@ func (a *App) Run(ctx context.Context) error {
 		Logger: a.cfg.logger, BadRecords: a.cfg.badRecords, Clock: a.cfg.clock,
 		SessionTimeout: a.cfg.sessionTimeout, HeartbeatInterval: a.cfg.heartbeatInterval,
 		InstanceID: a.cfg.instanceID, StateDir: a.cfg.stateDir, StagingLimit: a.cfg.stagingLimit,
-		Standbys: a.cfg.standbys,
+		Standbys: a.cfg.standbys, Hooks: a.metrics.Hooks(),
 	})
 	if err != nil {
 		return fmt.Errorf("weir: %w", err)
 	}
 	a.stats.Store(rt.Stats())
+	a.metrics.SetSource(rt)
+	stopHTTP, err := a.serveHTTP(rt)
+	if err != nil {
+		return errors.Join(fmt.Errorf("weir: %w", err), rt.Close())
+	}
 	a.cfg.logger.Info("weir: starting", "application", a.cfg.applicationID, "mode", a.cfg.mode.String(),
 		"guarantee", a.cfg.guarantee.String())
 	runErr := a.runEngine(ctx, rt)
+	stopHTTP()
 	closeErr := rt.Close()
 	if runErr != nil {
 		return errors.Join(fmt.Errorf("weir: %w", runErr), closeErr)
@@ -147,7 +174,10 @@ func (a *App) runEngine(ctx context.Context, rt *runtime.Runtime) error {
 		return err
 	}
 	if a.cfg.mode == Continuous {
-		e, err := continuous.New(rt, continuous.Config{EpochInterval: a.cfg.epochInterval, OnError: a.cfg.onError, EpochLog: wal})
+		e, err := continuous.New(rt, continuous.Config{
+			EpochInterval: a.cfg.epochInterval, OnError: a.cfg.onError, EpochLog: wal,
+			OnProgress: func(p continuous.Progress) { a.progress.Add(p) },
+		})
 		if err != nil {
 			return err
 		}
@@ -156,6 +186,13 @@ func (a *App) runEngine(ctx context.Context, rt *runtime.Runtime) error {
 	mc := a.cfg.microBatch
 	if mc.OnError == nil {
 		mc.OnError = a.cfg.onError
+	}
+	userProgress := mc.OnProgress
+	mc.OnProgress = func(p microbatch.Progress) {
+		a.progress.Add(p)
+		if userProgress != nil {
+			userProgress(p)
+		}
 	}
 	e, err := microbatch.New(rt, wal, mc)
 	if err != nil {

@@ -32,6 +32,10 @@ type config struct {
 	microBatch        microbatch.Config
 	stagingLimit      int64
 	standbys          bool
+	httpOn            bool
+	httpAddr          string
+	httpAdvertise     string
+	progressReports   int
 }
 
 type sasl struct{ mechanism, user, password string }

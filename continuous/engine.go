@@ -32,6 +32,10 @@ type Config struct {
 	// number and the next offset of every partition (the "write-after
 	// log"). Optional.
 	EpochLog *offsets.WAL
+	// OnProgress, if set, receives the progress of every committed epoch
+	// that processed records. It is called on the epoch's goroutine, with
+	// processing paused: keep it quick.
+	OnProgress func(Progress)
 }
 
 // Engine runs a topology in continuous mode on the members of a consumer
@@ -47,6 +51,10 @@ type Engine struct {
 	barrier sync.RWMutex
 	session atomic.Pointer[kafka.Session]
 	epochs  atomic.Int64
+	// rows counts the records processed in the open epoch; lastEnd is
+	// when the previous epoch ended (guarded by the exclusive barrier).
+	rows    atomic.Int64
+	lastEnd time.Time
 
 	// pos holds the next offset of every partition processed since its
 	// claim started; guarded by posMu (claims write it under the shared
@@ -169,6 +177,8 @@ func (e *Engine) claim(ctx context.Context, c kafka.Claim) error {
 	defer tasks.Release(task)
 	tp := offsets.TopicPartition{Topic: c.Topic(), Partition: c.Partition()}
 	defer e.forget(tp)
+	e.rt.Track(tp, c.InitialOffset(), c.HighWaterMarkOffset())
+	defer e.rt.Untrack(tp)
 	rewind := e.rewindSignal()
 	for {
 		select {
@@ -190,6 +200,8 @@ func (e *Engine) claim(ctx context.Context, c kafka.Claim) error {
 			err := task.Process(ctx, rec)
 			if err == nil {
 				e.advance(tp, rec.Offset+1)
+				e.rows.Add(1)
+				e.rt.Track(tp, rec.Offset+1, c.HighWaterMarkOffset())
 			}
 			e.barrier.RUnlock()
 			switch {
@@ -246,7 +258,9 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session) error {
 		return fmt.Errorf("continuous: wall-clock punctuation: %w", err)
 	}
 	pos := e.positions()
+	commitStart := time.Now()
 	err := e.rt.Commit(ctx, pos, s)
+	took := time.Since(commitStart)
 	switch {
 	case errors.Is(err, runtime.ErrRewind):
 		return e.abortLocked(ctx, err)
@@ -259,7 +273,27 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session) error {
 			return fmt.Errorf("continuous: epoch log: %w", err)
 		}
 	}
+	e.progress(now, pos, took)
 	return nil
+}
+
+// progress reports a committed epoch that processed records. The caller
+// holds the exclusive barrier.
+func (e *Engine) progress(now time.Time, pos runtime.Positions, took time.Duration) {
+	rows := e.rows.Swap(0)
+	last := e.lastEnd
+	e.lastEnd = now
+	if rows == 0 || e.cfg.OnProgress == nil {
+		return
+	}
+	p := Progress{Epoch: e.epochs.Load(), Timestamp: now, NumInputRows: rows, CommitDuration: took}
+	if d := now.Sub(last).Seconds(); !last.IsZero() && d > 0 {
+		p.InputRowsPerSecond = float64(rows) / d
+	}
+	for _, o := range epochRecord(0, now, pos).Offsets {
+		p.Partitions = append(p.Partitions, PartitionProgress{Topic: o.Topic, Partition: o.Partition, Next: o.Next})
+	}
+	e.cfg.OnProgress(p)
 }
 
 // abort rewinds after a Send doomed the transaction (see claim), unless
@@ -293,6 +327,7 @@ func (e *Engine) abortLocked(_ context.Context, cause error) error {
 	e.posMu.Lock()
 	clear(e.pos)
 	e.posMu.Unlock()
+	e.rows.Store(0)
 	return nil
 }
 

@@ -129,6 +129,9 @@ func (e *Engine) runBatch(ctx context.Context, plan offsets.Plan, srcs map[offse
 				s.next = r.End // the range is read: markers and aborted records included
 			}
 		}
+		if s != nil {
+			e.rt.Track(r.TopicPartition, s.next, max(s.c.HighWaterMarkOffset(), r.End))
+		}
 		prog.NumInputRows += sp.NumInputRows
 		prog.Sources = append(prog.Sources, sp)
 		if procErr != nil {

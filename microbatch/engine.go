@@ -151,6 +151,8 @@ func (e *Engine) claim(ctx context.Context, c kafka.Claim) error {
 	}
 	defer tasks.Release(task)
 	s := newSource(c, task)
+	e.rt.Track(s.tp, s.next, c.HighWaterMarkOffset())
+	defer e.rt.Untrack(s.tp)
 	if !e.register(s) {
 		return nil
 	}

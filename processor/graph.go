@@ -17,6 +17,9 @@ type Graph struct {
 	// InternalTopics are the repartition and changelog topics the
 	// application needs, by suffix (see TopicRef).
 	InternalTopics []InternalTopic
+	// StoreCodecs holds, by store name, the codecs of the stores that
+	// interactive queries can read (see StoreCodec).
+	StoreCodecs map[string]StoreCodec
 }
 
 // Subtopology is a connected part of a topology. All its source topics must

@@ -59,6 +59,7 @@ type nodeDef struct {
 type storeDef struct {
 	spec  statestore.Spec
 	owner *nodeDef
+	codec *processor.StoreCodec // for interactive queries; nil if unknown
 }
 
 // failf records a build error.
@@ -255,6 +256,12 @@ func (b *Builder) compile() *processor.Graph {
 	sort.Strings(names)
 	for _, name := range names {
 		sd := b.stores[name]
+		if sd.codec != nil {
+			if g.StoreCodecs == nil {
+				g.StoreCodecs = map[string]processor.StoreCodec{}
+			}
+			g.StoreCodecs[name] = *sd.codec
+		}
 		if sd.spec.Logged {
 			g.InternalTopics = append(g.InternalTopics, processor.InternalTopic{
 				Topic: processor.ChangelogTopic(name), Subtopology: subOf[sd.owner], Compacted: true,

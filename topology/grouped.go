@@ -115,6 +115,7 @@ func aggregateWith[K, V, VA any](g Grouped[K, V], prefix string, vas serde.Serde
 		},
 	}, prefix, cfg, in.node)
 	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindKeyValue, Logged: true}, n)
+	queryable(b, store, in.ks, vas)
 	return Table[K, VA]{b: b, node: n, ks: in.ks, vs: vas, store: store}
 }
 

@@ -76,6 +76,7 @@ func sessionAggregate[K, V, VA any](sg SessionGrouped[K, V], prefix string, vas 
 		},
 	}, prefix, cfg, in.node)
 	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindSession, Retention: sg.w.gap + sg.w.grace, Logged: true}, n)
+	queryable(b, store, in.ks, vas)
 	ws := WindowedSerde(in.ks)
 	if in.ks == nil {
 		ws = nil

@@ -70,6 +70,7 @@ func (t Table[K, V]) materialize(prefix, store string) Table[K, V] {
 		},
 	}, prefix+"-MATERIALIZE", config{}, t.node)
 	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindKeyValue, Logged: true}, n)
+	queryable(b, store, ks, vs)
 	t.node, t.store = n, store
 	return t
 }

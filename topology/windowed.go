@@ -99,6 +99,7 @@ func windowAggregate[K, V, VA any](wg WindowedGrouped[K, V], prefix string, vas 
 	}, prefix, cfg, in.node)
 	retention := wg.w.size + wg.w.grace
 	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindWindow, Retention: retention, Logged: true}, n)
+	queryable(b, store, in.ks, vas)
 	if cfg.emitFinal {
 		b.addStore(statestore.Spec{Name: p.positions, Kind: statestore.KindKeyValue, Logged: true}, n)
 	}

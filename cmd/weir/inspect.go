@@ -16,16 +16,20 @@ import (
 // inspectCommand prints what an application left in its state dir.
 var inspectCommand = command{
 	name:    "inspect",
-	summary: "print the micro-batch write-ahead log and epoch log of a state dir",
+	summary: "print the write-ahead log, epoch log and state stores of a state dir",
 	run:     runInspect,
 }
 
 const inspectSynopsis = `--state-dir DIR [--json]
+       weir inspect stores --state-dir DIR [--json]
+       weir inspect get --state-dir DIR --store NAME (--partition P | --partitions N) --key KEY
 
 Prints the write-ahead log of every application in the state dir: each
 retained batch with its ranges per partition and whether it committed,
-then the continuous mode's epoch log. The application must not be running
-(Badger locks the directory).
+then the continuous mode's epoch log. "stores" lists the store partitions
+with their row counts and changelog checkpoints; "get" looks a key up
+(weir inspect get -h). The application must not be running (Badger locks
+the directory).
 
 flags:`
 
@@ -60,6 +64,14 @@ type inspectApp struct {
 }
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "stores":
+			return runInspectStores(ctx, args[1:], stdout, stderr)
+		case "get":
+			return runInspectGet(ctx, args[1:], stdout, stderr)
+		}
+	}
 	fs := newFlagSet("inspect", inspectSynopsis, stderr)
 	dir := fs.String("state-dir", "", "the application's state `directory` (WithStateDir)")
 	asJSON := fs.Bool("json", false, "print JSON for tools instead of text")

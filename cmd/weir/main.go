@@ -7,7 +7,7 @@
 // Commands:
 //
 //	dev-broker   run an in-process Kafka broker (kfake) until interrupted
-//	inspect      print the write-ahead log and epoch log of a state dir
+//	inspect      print the write-ahead log, epoch log and state stores of a state dir
 //	help         print this help, or a command's with `weir help <command>`
 //
 // Each command lives in a file of its own and is listed in [commands];

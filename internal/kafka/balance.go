@@ -37,10 +37,16 @@ const BalanceStrategyName = "weir-copartitioned"
 // assignment (as Java's CooperativeStickyAssignor does), so that claims of
 // a member that missed a generation lose to current ones.
 //
+// After the generation comes the member's own data (GroupConfig.MemberData:
+// the HTTP address interactive queries forward to), which any client reads
+// back with [Admin.GroupMembers].
+//
 // A copartitionStrategy is stateful (the generation): one per group
 // member, never shared.
 type copartitionStrategy struct {
 	sets       [][]string
+	memberData []byte
+	onAssign   func(generation int32)
 	generation atomic.Int32
 }
 
@@ -51,8 +57,8 @@ var (
 	_ sarama.OnAssignmentBalanceStrategy         = (*copartitionStrategy)(nil)
 )
 
-func newCopartitionStrategy(sets [][]string) *copartitionStrategy {
-	s := &copartitionStrategy{sets: sets}
+func newCopartitionStrategy(sets [][]string, memberData []byte, onAssign func(int32)) *copartitionStrategy {
+	s := &copartitionStrategy{sets: sets, memberData: memberData, onAssign: onAssign}
 	s.generation.Store(-1)
 	return s
 }
@@ -101,23 +107,36 @@ func (s *copartitionStrategy) AssignmentData(string, map[string][]int32, int32) 
 
 // SubscriptionUserData implements sarama.SubscriptionUserDataBalanceStrategy.
 func (s *copartitionStrategy) SubscriptionUserData([]string) ([]byte, error) {
-	return encodeUserData(s.generation.Load()), nil
+	return encodeUserData(s.generation.Load(), s.memberData), nil
 }
 
 // OnAssignment implements sarama.OnAssignmentBalanceStrategy.
 func (s *copartitionStrategy) OnAssignment(_ *sarama.ConsumerGroupMemberAssignment, generationID int32) {
 	s.generation.Store(generationID)
+	if s.onAssign != nil {
+		s.onAssign(generationID)
+	}
 }
 
 // userDataVersion prefixes the subscription user data: version byte, then
-// the generation as a big-endian int32.
+// the generation as a big-endian int32, then the member data (any length,
+// possibly none).
 const userDataVersion = 1
 
-func encodeUserData(generation int32) []byte {
-	b := make([]byte, 5)
+func encodeUserData(generation int32, memberData []byte) []byte {
+	b := make([]byte, 5, 5+len(memberData))
 	b[0] = userDataVersion
 	binary.BigEndian.PutUint32(b[1:], uint32(generation))
-	return b
+	return append(b, memberData...)
+}
+
+// decodeMemberData returns the member data of subscription user data, nil
+// for anything it does not know.
+func decodeMemberData(b []byte) []byte {
+	if len(b) <= 5 || b[0] != userDataVersion {
+		return nil
+	}
+	return b[5:]
 }
 
 // decodeUserData returns the generation, -1 for anything it does not know.

@@ -52,6 +52,13 @@ type GroupConfig struct {
 	// ReadCommitted makes the member read only committed records and fetch
 	// its starting offsets stable (KIP-447).
 	ReadCommitted bool
+	// MemberData, if set, is advertised to the group in this member's
+	// subscription; [Admin.GroupMembers] reads it back (weir puts the
+	// member's HTTP address there for interactive queries).
+	MemberData []byte
+	// OnAssignment, if set, is called with the generation whenever this
+	// member receives an assignment (each rebalance it takes part in).
+	OnAssignment func(generation int32)
 	// OnError receives every error of the group's life that Run does not
 	// return: fetch errors, rebalance failures, Kafka errors of claims. It
 	// is called from one goroutine, in order, never concurrently; a slow
@@ -183,7 +190,7 @@ func (g *Group) Run(ctx context.Context, h Handler) error {
 	}
 	defer g.running.Store(false)
 
-	sc, err := g.saramaConfig(newCopartitionStrategy(g.cfg.CoPartitioned))
+	sc, err := g.saramaConfig(newCopartitionStrategy(g.cfg.CoPartitioned, g.cfg.MemberData, g.cfg.OnAssignment))
 	if err != nil {
 		return err
 	}

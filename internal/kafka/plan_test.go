@@ -354,7 +354,7 @@ func TestPlanRandomChurn(t *testing.T) {
 }
 
 func TestStrategyPlanReadsSubscriptions(t *testing.T) {
-	s := newCopartitionStrategy([][]string{{"a", "b"}})
+	s := newCopartitionStrategy([][]string{{"a", "b"}}, nil, nil)
 	require.Equal(t, BalanceStrategyName, s.Name())
 	require.Equal(t, []sarama.RebalanceProtocol{sarama.RebalanceProtocolCooperative}, s.SupportedProtocols())
 
@@ -367,7 +367,7 @@ func TestStrategyPlanReadsSubscriptions(t *testing.T) {
 	require.Equal(t, int32(-1), decodeUserData([]byte{7, 0, 0, 0, 1}), "unknown version")
 
 	members := map[string]sarama.ConsumerGroupMemberMetadata{
-		"old": {Version: 1, Topics: []string{"a", "b"}, UserData: encodeUserData(4),
+		"old": {Version: 1, Topics: []string{"a", "b"}, UserData: encodeUserData(4, nil),
 			OwnedPartitions: []*sarama.OwnedPartition{{Topic: "a", Partitions: []int32{0, 1}}, {Topic: "b", Partitions: []int32{0, 1}}}},
 		"new": {Version: 1, Topics: []string{"a", "b"}},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/offsets"
@@ -42,8 +43,12 @@ type Positions map[offsets.TopicPartition]int64
 //
 // Once Kafka has the epoch, the tasks' staged state writes move into
 // Badger with their changelog checkpoints; after an abort they are dropped.
-func (r *Runtime) Commit(ctx context.Context, positions Positions, s kafka.Session) error {
-	err := r.commitKafka(ctx, positions, s)
+func (r *Runtime) Commit(ctx context.Context, positions Positions, s kafka.Session) (err error) {
+	if hook := r.cfg.Hooks.Committed; hook != nil {
+		start := time.Now()
+		defer func() { hook(time.Since(start), err) }()
+	}
+	err = r.commitKafka(ctx, positions, s)
 	if errors.Is(err, ErrRewind) {
 		r.dropStaged()
 		return err

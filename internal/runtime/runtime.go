@@ -44,6 +44,8 @@ type Config struct {
 	// Standbys keeps warm replicas of the stores of the tasks other
 	// instances run (see standby.go).
 	Standbys bool
+	// Hooks receive commit and rebalance events (optional).
+	Hooks Hooks
 }
 
 // Runtime holds what an engine needs to run a topology on Kafka: the topic
@@ -74,6 +76,12 @@ type Runtime struct {
 	// bg joins the runtime's own goroutines (standbys) in Close.
 	bg     sync.WaitGroup
 	stopBg context.CancelFunc
+	// memberData is advertised to the group (SetMemberData).
+	memberData []byte
+	// lag, restoring and prepared are read by metrics and health checks.
+	lag       lags
+	restoring atomic.Int64
+	prepared  atomic.Bool
 }
 
 // Output is where tasks write their records.
@@ -156,6 +164,7 @@ func (r *Runtime) Prepare(ctx context.Context) error {
 		}
 	}
 	r.plan = plan
+	r.prepared.Store(true)
 	if r.cfg.Standbys {
 		bgCtx, cancel := context.WithCancel(ctx)
 		r.stopBg = cancel
@@ -176,7 +185,8 @@ func (r *Runtime) GroupConfig(onError func(error)) kafka.GroupConfig {
 	gc := kafka.GroupConfig{
 		Config: r.cfg.Kafka, GroupID: r.cfg.ApplicationID, ReadCommitted: r.readCommitted,
 		SessionTimeout: r.cfg.SessionTimeout, HeartbeatInterval: r.cfg.HeartbeatInterval,
-		InstanceID: r.cfg.InstanceID, OnError: onError,
+		InstanceID: r.cfg.InstanceID, OnError: onError, MemberData: r.memberData,
+		OnAssignment: r.cfg.Hooks.Rebalanced,
 	}
 	for _, topics := range r.plan.Sources {
 		gc.Topics = append(gc.Topics, topics...)
@@ -198,6 +208,10 @@ func (r *Runtime) UseTransactions(out Output) {
 	r.output = out
 	r.readCommitted = true
 }
+
+// SetMemberData sets what this member advertises to the group (the
+// address interactive queries forward to). Call it before Prepare.
+func (r *Runtime) SetMemberData(b []byte) { r.memberData = b }
 
 // Tasks returns the task registry.
 func (r *Runtime) Tasks() *Tasks { return r.tasks }

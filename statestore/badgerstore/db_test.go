@@ -3,6 +3,7 @@ package badgerstore_test
 import (
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/stretchr/testify/require"
@@ -164,4 +165,39 @@ func TestReadOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "va", string(v))
+}
+
+func TestReaderIsReadOnlyAndNotShared(t *testing.T) {
+	db, err := badgerstore.Open(t.TempDir(), badgerstore.Options{})
+	require.NoError(t, err)
+	defer db.Close()
+	spec := statestore.Spec{Name: "counts", Kind: statestore.KindKeyValue}
+	s, err := db.Factory().Open(spec, 3)
+	require.NoError(t, err)
+	kv := s.(statestore.KeyValueStore)
+	require.NoError(t, kv.Put([]byte("a"), []byte("1")))
+
+	r, err := db.Reader(spec, 3)
+	require.NoError(t, err)
+	rkv := r.(statestore.KeyValueStore)
+	v, ok, err := rkv.Get([]byte("a"))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, []byte("1"), v)
+	require.ErrorIs(t, rkv.Put([]byte("b"), []byte("2")), badgerstore.ErrReadOnly)
+	require.NoError(t, r.Close())
+	// Closing the reader leaves the task's handle open.
+	require.NoError(t, kv.Put([]byte("b"), []byte("2")))
+
+	_, err = db.Reader(statestore.Spec{Name: "counts", Kind: statestore.KindWindow}, 3)
+	require.ErrorIs(t, err, badgerstore.ErrInvalid)
+	empty, err := db.Reader(spec, 9)
+	require.NoError(t, err)
+	_, ok, err = empty.(statestore.KeyValueStore).Get([]byte("a"))
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	w, err := db.Reader(statestore.Spec{Name: "windows", Kind: statestore.KindWindow}, 0)
+	require.NoError(t, err)
+	require.ErrorIs(t, w.(statestore.WindowStore).ExpireBefore(time.UnixMilli(5)), badgerstore.ErrReadOnly)
 }

@@ -51,13 +51,7 @@ func (f factory) Open(spec statestore.Spec, partition int32) (statestore.Store, 
 	fail := func(err error) (statestore.Store, error) {
 		return nil, fmt.Errorf("badgerstore: open %s store %q in partition %d: %w", spec.Kind, spec.Name, partition, err)
 	}
-	if err := validateName(spec.Name); err != nil {
-		return fail(err)
-	}
-	if spec.Kind < statestore.KindKeyValue || spec.Kind > statestore.KindSession {
-		return fail(fmt.Errorf("%w: unknown kind %d", ErrInvalid, int(spec.Kind)))
-	}
-	if err := db.acquire(); err != nil {
+	if err := db.acquireFor(spec); err != nil {
 		return fail(err)
 	}
 	defer db.release()
@@ -74,6 +68,49 @@ func (f factory) Open(spec statestore.Spec, partition int32) (statestore.Store, 
 	if err := db.markKind(spec.Name, partition, spec.Kind); err != nil {
 		return fail(err)
 	}
+	s := newStore(db, spec, partition)
+	db.stores[id] = openStore{store: s, base: baseOf(s)}
+	return s, nil
+}
+
+// Reader returns a read-only handle on the committed rows of a store
+// partition, for interactive queries and offline lookups: it is not shared
+// with Factory's handles, so closing it closes nothing else, and its
+// writes fail with ErrReadOnly. A store partition the database holds as
+// another kind is an error; one it does not hold reads as empty.
+func (db *DB) Reader(spec statestore.Spec, partition int32) (statestore.Store, error) {
+	fail := func(err error) (statestore.Store, error) {
+		return nil, fmt.Errorf("badgerstore: read %s store %q in partition %d: %w", spec.Kind, spec.Name, partition, err)
+	}
+	if err := db.acquireFor(spec); err != nil {
+		return fail(err)
+	}
+	defer db.release()
+	recorded, ok, err := db.kindOf(metaKey(metaKind, spec.Name, partition))
+	if err != nil {
+		return fail(err)
+	}
+	if ok && recorded != spec.Kind {
+		return fail(fmt.Errorf("%w: the database holds it as a %s store", ErrInvalid, recorded))
+	}
+	s := newStore(db, spec, partition)
+	baseOf(s).reader = true
+	return s, nil
+}
+
+// acquireFor validates spec and read-holds the database (see acquire).
+func (db *DB) acquireFor(spec statestore.Spec) error {
+	if err := validateName(spec.Name); err != nil {
+		return err
+	}
+	if spec.Kind < statestore.KindKeyValue || spec.Kind > statestore.KindSession {
+		return fmt.Errorf("%w: unknown kind %d", ErrInvalid, int(spec.Kind))
+	}
+	return db.acquire()
+}
+
+// newStore returns a handle of the kind of spec.
+func newStore(db *DB, spec statestore.Spec, partition int32) statestore.Store {
 	prefix := partitionPrefix(spec.Name, partition)
 	base := &storeBase{
 		db:        db,
@@ -83,17 +120,27 @@ func (f factory) Open(spec statestore.Spec, partition int32) (statestore.Store, 
 		data:      withTag(prefix, tagData),
 		index:     withTag(prefix, tagIndex),
 	}
-	var s statestore.Store
 	switch spec.Kind {
 	case statestore.KindKeyValue:
-		s = &kvStore{base}
+		return &kvStore{base}
 	case statestore.KindWindow:
-		s = &windowStore{base}
+		return &windowStore{base}
 	default:
-		s = &sessionStore{base}
+		return &sessionStore{base}
 	}
-	db.stores[id] = openStore{store: s, base: base}
-	return s, nil
+}
+
+// baseOf returns the storeBase of a handle newStore made.
+func baseOf(s statestore.Store) *storeBase {
+	switch s := s.(type) {
+	case *kvStore:
+		return s.storeBase
+	case *windowStore:
+		return s.storeBase
+	case *sessionStore:
+		return s.storeBase
+	}
+	return nil
 }
 
 // markKind records the kind of a store partition, or checks it against the

@@ -22,6 +22,8 @@ type storeBase struct {
 	data      []byte // <name> 0x00 <partition> 'd'
 	index     []byte // <name> 0x00 <partition> 'x'
 	closed    atomic.Bool
+	// reader handles (DB.Reader) refuse writes.
+	reader bool
 	// writeMu serialises the handle's writes, so ExpireBefore's read of
 	// what it deletes and its deletes are not interleaved with a Put.
 	writeMu sync.Mutex
@@ -65,6 +67,9 @@ func (s *storeBase) read(fn func(txn *badger.Txn) error) error {
 func (s *storeBase) write(ops ...op) error {
 	if s.closed.Load() {
 		return statestore.ErrClosed
+	}
+	if s.reader {
+		return fmt.Errorf("badgerstore: store %q partition %d: %w", s.name, s.partition, ErrReadOnly)
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()

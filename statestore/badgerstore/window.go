@@ -98,6 +98,9 @@ func (s *storeBase) expire(upper []byte, dataKey func(body []byte) ([]byte, erro
 	if s.closed.Load() {
 		return statestore.ErrClosed
 	}
+	if s.reader {
+		return fmt.Errorf("badgerstore: store %q partition %d: %w", s.name, s.partition, ErrReadOnly)
+	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	if err := s.db.acquire(); err != nil {

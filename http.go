@@ -1,0 +1,126 @@
+package weir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/weirstream/weir/internal/query"
+	"github.com/weirstream/weir/internal/runtime"
+)
+
+// DefaultProgressReports is how many progress reports /progress keeps.
+const DefaultProgressReports = 100
+
+// WithHTTP serves the instance's HTTP endpoints on addr while Run runs:
+// interactive queries of the state stores, /healthz, /readyz, /metrics and
+// /progress (see the README). A host left empty binds to the loopback
+// interface only (":8080" listens on 127.0.0.1:8080); name the interface,
+// or 0.0.0.0, to serve others. Port 0 picks a free port (HTTPAddr tells
+// which).
+//
+// Every instance advertises its address in its consumer-group membership,
+// so any instance answers any key, forwarding to the instance that runs
+// its partition.
+func WithHTTP(addr string) Option { return func(c *config) { c.httpAddr = addr; c.httpOn = true } }
+
+// WithAdvertisedHTTP sets the host:port other instances forward queries to
+// (default: the address WithHTTP listens on, or this host's name with its
+// port when that is an unspecified address such as 0.0.0.0).
+func WithAdvertisedHTTP(hostport string) Option {
+	return func(c *config) { c.httpAdvertise = hostport }
+}
+
+// WithProgressReports sets how many progress reports (epochs or batches)
+// /progress keeps (DefaultProgressReports).
+func WithProgressReports(n int) Option { return func(c *config) { c.progressReports = n } }
+
+// Metrics returns the App's Prometheus registry: the metrics /metrics
+// serves, for an application that serves them itself, or to add its own.
+// Each App has its own registry.
+func (a *App) Metrics() *prometheus.Registry { return a.metrics.Registry() }
+
+// HTTPAddr returns the address the HTTP endpoints listen on, "" when
+// WithHTTP is not set or Run is not serving.
+func (a *App) HTTPAddr() string {
+	if p := a.httpAddr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// listenHTTP binds the listener and works out the advertised address.
+func (a *App) listenHTTP() (net.Listener, string, error) {
+	host, port, err := net.SplitHostPort(a.cfg.httpAddr)
+	if err != nil {
+		return nil, "", fmt.Errorf("http address %q: %w", a.cfg.httpAddr, err)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return nil, "", fmt.Errorf("http: %w", err)
+	}
+	adv := a.cfg.httpAdvertise
+	if adv == "" {
+		tcp := ln.Addr().(*net.TCPAddr)
+		adv = ln.Addr().String()
+		if tcp.IP.IsUnspecified() {
+			name, err := os.Hostname()
+			if err != nil {
+				_ = ln.Close()
+				return nil, "", fmt.Errorf("http: advertised address: %w (set WithAdvertisedHTTP)", err)
+			}
+			adv = net.JoinHostPort(name, fmt.Sprint(tcp.Port))
+		}
+	}
+	return ln, adv, nil
+}
+
+// serveHTTP starts the HTTP endpoints of a run, if configured; stop shuts
+// them down and waits.
+func (a *App) serveHTTP(rt *runtime.Runtime) (stop func(), err error) {
+	if !a.cfg.httpOn {
+		return func() {}, nil
+	}
+	ln, adv, err := a.listenHTTP()
+	if err != nil {
+		return nil, err
+	}
+	rt.SetMemberData([]byte(adv))
+	h, err := query.NewHandler(query.Config{
+		Runtime: rt, Members: rt.GroupMembers, Self: adv, Metrics: a.metrics.Handler(),
+		Progress: a.progress.Snapshot, Logger: a.cfg.logger,
+	})
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	actual := ln.Addr().String()
+	a.httpAddr.Store(&actual)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.cfg.logger.Error("weir: http server", "err", err)
+		}
+	})
+	a.cfg.logger.Info("weir: serving http", "addr", actual, "advertised", adv)
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			_ = srv.Close()
+		}
+		wg.Wait()
+		a.httpAddr.Store(nil)
+	}, nil
+}

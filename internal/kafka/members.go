@@ -1,0 +1,65 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/IBM/sarama"
+)
+
+// GroupMember is one member of a consumer group as the group coordinator
+// describes it: its id, the data it advertised (GroupConfig.MemberData) and
+// the partitions assigned to it in the current generation.
+type GroupMember struct {
+	ID       string
+	Data     []byte
+	Assigned map[string][]int32
+}
+
+// GroupMembers describes the members of a weir consumer group (one whose
+// members subscribe with weir's assignor). While the group rebalances the
+// coordinator reports members without assignments; a partition withheld
+// by the cooperative protocol belongs to no member for a moment; a member
+// whose subscription the coordinator does not report has no data.
+func (a *Admin) GroupMembers(ctx context.Context, group string) ([]GroupMember, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	descs, err := a.admin.DescribeConsumerGroups([]string{group})
+	if err != nil {
+		_ = a.client.RefreshCoordinator(group)
+		return nil, fmt.Errorf("kafka: describe group %q: %w", group, err)
+	}
+	if len(descs) != 1 {
+		return nil, fmt.Errorf("kafka: describe group %q: %d descriptions", group, len(descs))
+	}
+	d := descs[0]
+	if d.Err != sarama.ErrNoError && !errors.Is(d.Err, sarama.ErrNoError) {
+		return nil, fmt.Errorf("kafka: describe group %q: %w", group, d.Err)
+	}
+	out := make([]GroupMember, 0, len(d.Members))
+	for id, m := range d.Members {
+		gm := GroupMember{ID: id, Assigned: map[string][]int32{}}
+		// weir's members offer one protocol, so the metadata is its
+		// subscription whether or not the coordinator names the protocol
+		// (it may not, mid-rebalance); others' user data decodes to nil.
+		if meta, err := m.GetMemberMetadata(); err == nil && meta != nil {
+			gm.Data = decodeMemberData(meta.UserData)
+		}
+		as, err := m.GetMemberAssignment()
+		if err != nil {
+			return nil, fmt.Errorf("kafka: group %q member %q: assignment: %w", group, id, err)
+		}
+		if as != nil {
+			for t, ps := range as.Topics {
+				gm.Assigned[t] = slices.Clone(ps)
+			}
+		}
+		out = append(out, gm)
+	}
+	slices.SortFunc(out, func(a, b GroupMember) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}

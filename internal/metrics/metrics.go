@@ -1,0 +1,142 @@
+// Package metrics holds an App's Prometheus metrics: one registry per App
+// (never the global default, so several Apps in one process do not
+// collide), fed by the runtime of the App's current run.
+//
+// Usage:
+//
+//	m := metrics.New("wordcount", "continuous", "exactly-once")
+//	rt, err := runtime.New(runtime.Config{..., Hooks: m.Hooks()})
+//	m.SetSource(rt) // counters, lag and restore progress are read at scrape time
+//	http.Handle("/metrics", m.Handler())
+//
+// Counters read the current run's counters: a new Run starts them at zero
+// again, which Prometheus treats as a counter reset.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/offsets"
+)
+
+// Source is what the metrics read at scrape time: the runtime of the
+// current run.
+type Source interface {
+	Stats() *runtime.Stats
+	Lags() map[offsets.TopicPartition]int64
+	Restoring() int64
+}
+
+// Metrics is an App's registry and the metrics in it. It is safe for
+// concurrent use.
+type Metrics struct {
+	reg        *prometheus.Registry
+	src        atomic.Pointer[Source]
+	commits    *prometheus.HistogramVec
+	rebalances prometheus.Counter
+}
+
+// New returns the metrics of one App, labelled with its application id,
+// mode and guarantee.
+func New(application, mode, guarantee string) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	labels := prometheus.Labels{"application": application, "mode": mode, "guarantee": guarantee}
+	m.commits = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "weir", Name: "commit_duration_seconds",
+		Help:        "Latency of epoch (continuous) or batch (micro-batch) commits: flush and offset commit, or the transaction, and applying staged state.",
+		ConstLabels: labels,
+		Buckets:     []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"result"})
+	m.rebalances = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "weir", Name: "rebalances_total", ConstLabels: labels,
+		Help: "Assignments this member received from the consumer group (one per rebalance it took part in).",
+	})
+	counter := func(name, help string, read func(*runtime.Stats) int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "weir", Name: name, Help: help, ConstLabels: labels},
+			func() float64 {
+				if s := m.source(); s != nil {
+					return float64(read(s.Stats()))
+				}
+				return 0
+			})
+	}
+	m.reg.MustRegister(
+		m.commits, m.rebalances,
+		counter("records_in_total", "Input records handed to tasks.", func(s *runtime.Stats) int64 { return s.RecordsIn.Load() }),
+		counter("records_out_total", "Records written: outputs, repartition and changelog records.", func(s *runtime.Stats) int64 { return s.RecordsOut.Load() }),
+		counter("dead_lettered_total", "Bad records written to dead-letter topics.", func(s *runtime.Stats) int64 { return s.DeadLetter.Load() }),
+		counter("skipped_total", "Bad records skipped.", func(s *runtime.Stats) int64 { return s.Skipped.Load() }),
+		counter("restored_records_total", "Changelog records replayed into stores (restores and standbys).", func(s *runtime.Stats) int64 { return s.Restored.Load() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "weir", Name: "restoring_tasks", ConstLabels: labels,
+			Help: "Tasks restoring their stores from their changelogs."}, func() float64 {
+			if s := m.source(); s != nil {
+				return float64(s.Restoring())
+			}
+			return 0
+		}),
+		&lagCollector{m: m, desc: prometheus.NewDesc("weir_partition_lag",
+			"Records behind the end of each consumed partition: high watermark minus the next offset to process.",
+			[]string{"topic", "partition"}, labels)},
+		collectors.NewGoCollector(),
+	)
+	return m
+}
+
+func (m *Metrics) source() Source {
+	if p := m.src.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// SetSource makes the metrics read s (the runtime of a new run).
+func (m *Metrics) SetSource(s Source) { m.src.Store(&s) }
+
+// Registry returns the App's registry, to add metrics to or to gather.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the registry in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Hooks returns the runtime hooks that feed the commit latency and
+// rebalance metrics.
+func (m *Metrics) Hooks() runtime.Hooks {
+	return runtime.Hooks{
+		Committed: func(took time.Duration, err error) {
+			result := "committed"
+			if err != nil {
+				result = "failed"
+			}
+			m.commits.WithLabelValues(result).Observe(took.Seconds())
+		},
+		Rebalanced: func(int32) { m.rebalances.Inc() },
+	}
+}
+
+// lagCollector reports the lag of every partition the run consumes.
+type lagCollector struct {
+	m    *Metrics
+	desc *prometheus.Desc
+}
+
+func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.m.source()
+	if s == nil {
+		return
+	}
+	for tp, lag := range s.Lags() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(lag), tp.Topic, strconv.Itoa(int(tp.Partition)))
+	}
+}

@@ -1,0 +1,170 @@
+package query
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/statestore"
+)
+
+// The local reads: one store partition's committed rows, decoded for JSON.
+
+// Entry is one key and value of a key-value range.
+type Entry struct {
+	Key       any   `json:"key"`
+	Value     any   `json:"value"`
+	Partition int32 `json:"partition"`
+}
+
+// Window is one window of a key in a window or session store.
+type Window struct {
+	Start   time.Time  `json:"start"`
+	StartMs int64      `json:"startMs"`
+	End     *time.Time `json:"end,omitempty"` // session stores only
+	EndMs   *int64     `json:"endMs,omitempty"`
+	Value   any        `json:"value"`
+}
+
+// KeyReply answers a key lookup.
+type KeyReply struct {
+	Store     string `json:"store"`
+	Key       string `json:"key"`
+	Partition int32  `json:"partition"`
+	// Value is set for key-value stores, Windows for window and session
+	// stores.
+	Value    any      `json:"value,omitempty"`
+	Windows  []Window `json:"windows,omitempty"`
+	ServedBy string   `json:"servedBy"`
+}
+
+// RangeReply answers a range query.
+type RangeReply struct {
+	Store   string  `json:"store"`
+	Entries []Entry `json:"entries"`
+	// Truncated is set when limit entries were returned and more may
+	// exist.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// errNotFound is a key without a value (or windows in range).
+var errNotFound = errors.New("query: key not found")
+
+// readKey reads one key: its value, or its windows in [from, to].
+func readKey(s statestore.Store, codec processor.StoreCodec, kb []byte, from, to time.Time) (any, []Window, error) {
+	switch st := s.(type) {
+	case statestore.KeyValueStore:
+		vb, ok, err := st.Get(kb)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
+			return nil, nil, errNotFound
+		}
+		v, err := codec.DecodeValue(vb)
+		return v, nil, err
+	case statestore.WindowStore:
+		it, err := st.Fetch(kb, from, to)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer it.Close()
+		var ws []Window
+		for it.Next() {
+			v, err := codec.DecodeValue(it.Value())
+			if err != nil {
+				return nil, nil, err
+			}
+			start := it.Window()
+			ws = append(ws, Window{Start: start.UTC(), StartMs: start.UnixMilli(), Value: v})
+		}
+		if err := it.Err(); err != nil {
+			return nil, nil, err
+		}
+		if len(ws) == 0 {
+			return nil, nil, errNotFound
+		}
+		return nil, ws, nil
+	case statestore.SessionStore:
+		it, err := st.FindSessions(kb, from, to)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer it.Close()
+		var ws []Window
+		for it.Next() {
+			v, err := codec.DecodeValue(it.Value())
+			if err != nil {
+				return nil, nil, err
+			}
+			start, end := it.Start().UTC(), it.End().UTC()
+			endMs := end.UnixMilli()
+			ws = append(ws, Window{Start: start, StartMs: start.UnixMilli(), End: &end, EndMs: &endMs, Value: v})
+		}
+		if err := it.Err(); err != nil {
+			return nil, nil, err
+		}
+		if len(ws) == 0 {
+			return nil, nil, errNotFound
+		}
+		return nil, ws, nil
+	}
+	return nil, nil, fmt.Errorf("query: store %q: unsupported kind", s.Name())
+}
+
+// readRange reads at most limit entries of a key-value store partition
+// with keys in [from, to) (nil bounds are open), in key order.
+func readRange(s statestore.Store, codec processor.StoreCodec, p int32, from, to []byte, limit int) ([]Entry, bool, error) {
+	kv, ok := s.(statestore.KeyValueStore)
+	if !ok {
+		return nil, false, errRangeKind
+	}
+	it, err := kv.Range(from, to)
+	if err != nil {
+		return nil, false, err
+	}
+	defer it.Close()
+	out := []Entry{}
+	for it.Next() {
+		if len(out) == limit {
+			return out, true, nil
+		}
+		k, err := codec.DecodeKey(it.Key())
+		if err != nil {
+			return nil, false, err
+		}
+		v, err := codec.DecodeValue(it.Value())
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, Entry{Key: k, Value: v, Partition: p})
+	}
+	return out, false, it.Err()
+}
+
+var errRangeKind = errors.New("query: range queries read key-value stores; window and session stores are read per key with from and to")
+
+// parseTime reads a time bound: Unix milliseconds or RFC 3339; empty
+// gives def.
+func parseTime(s string, def time.Time) (time.Time, error) {
+	if s == "" {
+		return def, nil
+	}
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.UnixMilli(ms), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("time %q is neither Unix milliseconds nor RFC 3339", s)
+	}
+	return t, nil
+}
+
+// The widest time bounds the stores keep (milliseconds).
+var (
+	minTime = time.UnixMilli(math.MinInt64 / 2)
+	maxTime = time.UnixMilli(math.MaxInt64 / 2)
+)

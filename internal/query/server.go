@@ -1,0 +1,416 @@
+// Package query serves an App's HTTP endpoints: interactive queries of its
+// state stores (forwarded to the instance that owns the key), health,
+// readiness, Prometheus metrics and progress reports.
+//
+// Usage (the root App wires it):
+//
+//	h, err := query.NewHandler(query.Config{Runtime: rt, Members: members, Self: addr,
+//		Metrics: m.Handler(), Progress: ring.Snapshot})
+//	srv := &http.Server{Handler: h}
+//	go srv.Serve(listener)
+//
+// Queries read committed state only: the Badger rows a task's epochs or
+// batches reach after their Kafka commit, never the staged writes of one
+// that may still abort (runtime.QueryStore).
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/processor"
+)
+
+// ForwardedHeader marks a request one instance forwarded to another: the
+// receiver answers from its own state or refuses with 421, never forwards
+// again.
+const ForwardedHeader = "X-Weir-Forwarded"
+
+// DefaultLimit bounds the entries of a range reply unless limit says
+// otherwise.
+const DefaultLimit = 1000
+
+// Config configures the handler.
+type Config struct {
+	// Runtime is the run's runtime; required.
+	Runtime *runtime.Runtime
+	// Members reads the consumer group's members; required.
+	Members Members
+	// Self is the address this instance advertises; required.
+	Self string
+	// Metrics serves /metrics (optional).
+	Metrics http.Handler
+	// Progress returns the last progress reports for /progress (optional).
+	Progress func() any
+	// Client forwards requests (default: a client with a 10 s timeout).
+	Client *http.Client
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+type server struct {
+	cfg    Config
+	rt     *runtime.Runtime
+	owners *owners
+}
+
+// NewHandler returns the HTTP handler of an instance.
+func NewHandler(cfg Config) (http.Handler, error) {
+	switch {
+	case cfg.Runtime == nil:
+		return nil, errors.New("query: no runtime")
+	case cfg.Members == nil:
+		return nil, errors.New("query: no group members reader")
+	case cfg.Self == "":
+		return nil, errors.New("query: no advertised address")
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	rt := cfg.Runtime
+	s := &server{cfg: cfg, rt: rt, owners: &owners{members: cfg.Members, subOf: func(topic string) (int, bool) {
+		p := rt.Plan()
+		if p == nil {
+			return 0, false
+		}
+		sub, ok := p.Subtopology[topic]
+		return sub, ok
+	}}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.ready)
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", cfg.Metrics)
+	}
+	mux.HandleFunc("GET /progress", func(w http.ResponseWriter, _ *http.Request) {
+		var p any = []any{}
+		if cfg.Progress != nil {
+			p = cfg.Progress()
+		}
+		writeJSON(w, http.StatusOK, p)
+	})
+	mux.HandleFunc("GET /stores/{store}/keys/{key}", s.key)
+	mux.HandleFunc("GET /stores/{store}/keys", s.rangeAll)
+	mux.HandleFunc("GET /stores/{store}/partitions/{partition}/keys", s.rangePartition)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, apiError{Error: "no such endpoint: " + r.Method + " " + r.URL.Path})
+	})
+	return mux, nil
+}
+
+// apiError is the body of every error reply.
+type apiError struct {
+	Error     string `json:"error"`
+	Store     string `json:"store,omitempty"`
+	Key       string `json:"key,omitempty"`
+	Partition *int32 `json:"partition,omitempty"`
+	Owner     *Owner `json:"owner,omitempty"`
+}
+
+func (s *server) ready(w http.ResponseWriter, _ *http.Request) {
+	switch {
+	case !s.rt.Prepared():
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": "starting: topics not ready"})
+	case s.rt.Restoring() > 0:
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": "restoring state stores", "restoringTasks": s.rt.Restoring()})
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"ready": true})
+	}
+}
+
+// key answers GET /stores/{store}/keys/{key}[?from=&to=].
+func (s *server) key(w http.ResponseWriter, r *http.Request) {
+	name, text := r.PathValue("store"), r.PathValue("key")
+	info, ok := s.store(w, name)
+	if !ok {
+		return
+	}
+	kb, err := info.Codec.ParseKey(text)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, apiError{Error: err.Error(), Store: name, Key: text})
+		return
+	}
+	from, err1 := parseTime(r.URL.Query().Get("from"), minTime)
+	to, err2 := parseTime(r.URL.Query().Get("to"), maxTime)
+	if err := errors.Join(err1, err2); err != nil {
+		writeError(w, http.StatusBadRequest, apiError{Error: "query: " + err.Error(), Store: name, Key: text})
+		return
+	}
+	p, err := kafka.PartitionForKey(kb, info.Partitions)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, apiError{Error: err.Error(), Store: name, Key: text})
+		return
+	}
+	st, err := s.rt.QueryStore(name, p)
+	if err != nil {
+		s.elsewhere(w, r, info, p, err, apiError{Store: name, Key: text, Partition: &p})
+		return
+	}
+	defer st.Close()
+	v, ws, err := readKey(st, info.Codec, kb, from, to)
+	switch {
+	case errors.Is(err, errNotFound):
+		writeError(w, http.StatusNotFound, apiError{Error: fmt.Sprintf("query: store %q has no key %q", name, text), Store: name, Key: text, Partition: &p})
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, apiError{Error: err.Error(), Store: name, Key: text, Partition: &p})
+	default:
+		writeJSON(w, http.StatusOK, KeyReply{Store: name, Key: text, Partition: p, Value: v, Windows: ws, ServedBy: s.cfg.Self})
+	}
+}
+
+// rangePartition answers GET /stores/{store}/partitions/{p}/keys.
+func (s *server) rangePartition(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("store")
+	info, ok := s.store(w, name)
+	if !ok {
+		return
+	}
+	n, err := strconv.ParseInt(r.PathValue("partition"), 10, 32)
+	if err != nil || n < 0 || int32(n) >= info.Partitions {
+		writeError(w, http.StatusBadRequest, apiError{Error: fmt.Sprintf("query: partition %q is not in [0, %d)", r.PathValue("partition"), info.Partitions), Store: name})
+		return
+	}
+	s.servePartition(w, r, info, int32(n))
+}
+
+// servePartition answers a range query of one partition: from its rows
+// here, or forwarded to its owner.
+func (s *server) servePartition(w http.ResponseWriter, r *http.Request, info runtime.StoreInfo, p int32) {
+	name := info.Spec.Name
+	from, to, limit, bad := s.rangeArgs(w, r, info)
+	if bad {
+		return
+	}
+	st, err := s.rt.QueryStore(name, p)
+	if err != nil {
+		s.elsewhere(w, r, info, p, err, apiError{Store: name, Partition: &p})
+		return
+	}
+	defer st.Close()
+	entries, more, err := readRange(st, info.Codec, p, from, to, limit)
+	switch {
+	case errors.Is(err, errRangeKind):
+		writeError(w, http.StatusBadRequest, apiError{Error: err.Error(), Store: name})
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, apiError{Error: err.Error(), Store: name, Partition: &p})
+	default:
+		writeJSON(w, http.StatusOK, RangeReply{Store: name, Entries: entries, Truncated: more})
+	}
+}
+
+// rangeAll answers GET /stores/{store}/keys[?from=&to=&limit=]: the
+// ranges of every partition, each from its owner, ordered by partition,
+// then key.
+func (s *server) rangeAll(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("store")
+	info, ok := s.store(w, name)
+	if !ok {
+		return
+	}
+	_, _, limit, bad := s.rangeArgs(w, r, info)
+	if bad {
+		return
+	}
+	out := RangeReply{Store: name, Entries: []Entry{}}
+	for p := range info.Partitions {
+		u := *r.URL
+		u.Path = fmt.Sprintf("/stores/%s/partitions/%d/keys", name, p)
+		q := u.Query()
+		q.Set("limit", strconv.Itoa(limit-len(out.Entries)))
+		u.RawQuery = q.Encode()
+		req := r.Clone(r.Context())
+		req.URL, req.RequestURI = &u, u.RequestURI()
+		rec := &recorder{header: http.Header{}}
+		s.servePartition(rec, req, info, p)
+		if rec.status != http.StatusOK {
+			copyReply(w, rec.status, rec.header.Get("Content-Type"), rec.body)
+			return
+		}
+		var part RangeReply
+		if err := json.Unmarshal(rec.body, &part); err != nil {
+			writeError(w, http.StatusBadGateway, apiError{Error: "query: partition reply: " + err.Error(), Store: name})
+			return
+		}
+		out.Entries = append(out.Entries, part.Entries...)
+		if part.Truncated || len(out.Entries) >= limit {
+			out.Truncated = part.Truncated || p < info.Partitions-1
+			break
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *server) rangeArgs(w http.ResponseWriter, r *http.Request, info runtime.StoreInfo) (from, to []byte, limit int, bad bool) {
+	q := r.URL.Query()
+	fail := func(msg string) ([]byte, []byte, int, bool) {
+		writeError(w, http.StatusBadRequest, apiError{Error: "query: " + msg, Store: info.Spec.Name})
+		return nil, nil, 0, true
+	}
+	var err error
+	if t := q.Get("from"); t != "" {
+		if from, err = info.Codec.ParseKey(t); err != nil {
+			return fail(err.Error())
+		}
+	}
+	if t := q.Get("to"); t != "" {
+		if to, err = info.Codec.ParseKey(t); err != nil {
+			return fail(err.Error())
+		}
+	}
+	limit = DefaultLimit
+	if t := q.Get("limit"); t != "" {
+		if limit, err = strconv.Atoi(t); err != nil || limit < 1 {
+			return fail(fmt.Sprintf("limit %q is not a positive integer", t))
+		}
+	}
+	return from, to, limit, false
+}
+
+// store looks a store up, answering 404 or 503 itself.
+func (s *server) store(w http.ResponseWriter, name string) (runtime.StoreInfo, bool) {
+	info, err := s.rt.Store(name)
+	if err != nil {
+		writeError(w, http.StatusNotFound, apiError{Error: fmt.Sprintf("query: no queryable store %q", name), Store: name})
+		return info, false
+	}
+	if info.Partitions == 0 {
+		writeError(w, http.StatusServiceUnavailable, apiError{Error: "query: starting: topics not ready", Store: name})
+		return info, false
+	}
+	return info, true
+}
+
+// elsewhere answers a request for a partition this instance does not run:
+// forwarded to its owner, or refused.
+func (s *server) elsewhere(w http.ResponseWriter, r *http.Request, info runtime.StoreInfo, p int32, err error, e apiError) {
+	if !errors.Is(err, runtime.ErrNotOwner) {
+		e.Error = err.Error()
+		writeError(w, http.StatusInternalServerError, e)
+		return
+	}
+	if r.Header.Get(ForwardedHeader) != "" {
+		e.Error = fmt.Sprintf("query: %s does not run partition %d of store %q", s.cfg.Self, p, info.Spec.Name)
+		writeError(w, http.StatusMisdirectedRequest, e)
+		return
+	}
+	id := processor.TaskID{Subtopology: info.Subtopology, Partition: p}
+	for attempt := 0; attempt < 2; attempt++ {
+		own, ok, lerr := s.owners.lookup(r.Context(), id, attempt > 0)
+		switch {
+		case lerr != nil:
+			e.Error = lerr.Error()
+			writeError(w, http.StatusServiceUnavailable, e)
+			return
+		case !ok:
+			if attempt == 0 {
+				continue
+			}
+			e.Error = fmt.Sprintf("query: partition %d of store %q has no owner now (the group is rebalancing)", p, info.Spec.Name)
+			writeError(w, http.StatusServiceUnavailable, e)
+			return
+		case own.Addr == s.cfg.Self:
+			if attempt == 0 {
+				continue
+			}
+			e.Error = fmt.Sprintf("query: partition %d of store %q is assigned here but not running yet (restoring)", p, info.Spec.Name)
+			e.Owner = &own
+			writeError(w, http.StatusServiceUnavailable, e)
+			return
+		case own.Addr == "" && attempt == 0:
+			continue // read the group again: its subscription may not have been reported
+		case own.Addr == "":
+			e.Error = fmt.Sprintf("query: the owner of partition %d of store %q, member %s, advertises no HTTP address (WithHTTP)", p, info.Spec.Name, own.Member)
+			e.Owner = &own
+			writeError(w, http.StatusServiceUnavailable, e)
+			return
+		}
+		status, ctype, body, ferr := s.forward(r.Context(), own.Addr, r)
+		switch {
+		case ferr != nil:
+			e.Error = fmt.Sprintf("query: owner %s (member %s) of partition %d of store %q is unreachable: %v", own.Addr, own.Member, p, info.Spec.Name, ferr)
+			e.Owner = &own
+			writeError(w, http.StatusServiceUnavailable, e)
+			return
+		case status == http.StatusMisdirectedRequest && attempt == 0:
+			continue // it no longer runs the partition: read the group again
+		case status == http.StatusMisdirectedRequest:
+			e.Error = fmt.Sprintf("query: partition %d of store %q is moving between instances; try again", p, info.Spec.Name)
+			e.Owner = &own
+			writeError(w, http.StatusServiceUnavailable, e)
+			return
+		}
+		copyReply(w, status, ctype, body)
+		return
+	}
+}
+
+// forward sends r to the instance at addr and returns its reply.
+func (s *server) forward(ctx context.Context, addr string, r *http.Request) (int, string, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+r.URL.RequestURI(), nil)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	req.Header.Set(ForwardedHeader, s.cfg.Self)
+	resp, err := s.cfg.Client.Do(req)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return 0, "", nil, err
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type"), body, nil
+}
+
+func copyReply(w http.ResponseWriter, status int, ctype string, body []byte) {
+	if ctype != "" {
+		w.Header().Set("Content-Type", ctype)
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		status = http.StatusInternalServerError
+		body, _ = json.Marshal(apiError{Error: "query: encode reply: " + err.Error()})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+func writeError(w http.ResponseWriter, status int, e apiError) { writeJSON(w, status, e) }
+
+// recorder collects a handler's reply (rangeAll's per-partition calls).
+type recorder struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(s int)   { r.status = s }
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	r.body = append(r.body, b...)
+	return len(b), nil
+}
