@@ -389,3 +389,41 @@ func finalCounts(t *testing.T, env *kafkatest.Env, topic string) map[string]int6
 	}
 	return out
 }
+
+// Micro-batch mode serves the same queries: state committed batch by
+// batch, forwarded to the owner, and /progress holds the batch reports.
+func TestQueriesInMicroBatchMode(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+		kafkatest.CreateTopic(t, env, in, 4)
+		kafkatest.CreateTopic(t, env, out, 4)
+		appID := kafkatest.GroupID(t)
+		topo := wordCountTopology(t, in, out)
+		opts := []weir.Option{weir.WithMode(weir.MicroBatch), weir.WithGuarantee(weir.ExactlyOnce), weir.WithHTTP("127.0.0.1:0")}
+		insts := []*instance{startInstance(t, topo, env, appID, opts...), startInstance(t, topo, env, appID, opts...)}
+		defer func() {
+			for _, in := range insts {
+				require.NoError(t, in.stop(t))
+			}
+		}()
+		addrs := httpAddrs(t, insts...)
+		want := map[string]int64{}
+		produceLines(t, env, in, 0, 200, []string{"apple", "kiwi", "fig", "plum", "pear", "lime"}, want)
+		waitForCounts(t, env, out, want)
+		require.Eventually(t, func() bool { return answersEverywhere(t, addrs, want) }, 60*time.Second, 200*time.Millisecond,
+			"every instance answers every key with its count")
+		var batches int
+		for _, addr := range addrs {
+			status, body := get(t, addr, "/progress")
+			require.Equal(t, http.StatusOK, status)
+			var rs []map[string]any
+			require.NoError(t, json.Unmarshal(body, &rs))
+			for _, r := range rs {
+				if _, ok := r["BatchID"]; ok {
+					batches++
+				}
+			}
+		}
+		require.Positive(t, batches, "/progress holds micro-batch reports")
+	})
+}
