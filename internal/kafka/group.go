@@ -161,6 +161,17 @@ func (g *Group) saramaConfig(strategy sarama.BalanceStrategy) (*sarama.Config, e
 	sc.Consumer.Group.Session.Timeout = g.cfg.SessionTimeout
 	sc.Consumer.Group.Heartbeat.Interval = g.cfg.HeartbeatInterval
 	sc.Consumer.Group.Rebalance.Timeout = g.cfg.RebalanceTimeout
+	// A JoinGroup legitimately waits up to the rebalance timeout for the
+	// other members (a killed member counts until the coordinator gives up
+	// on it). sarama reads every response with Net.ReadTimeout (30 s), so
+	// with a longer rebalance timeout a member gave up on its own join,
+	// rejoined after the coordinator had completed without it, and started
+	// the next rebalance — a livelock seen under repeated SIGKILLs. The
+	// Java consumer gives JoinGroup the rebalance timeout plus 5 s; sarama
+	// has one timeout per client, so the group's client gets that.
+	if rt := g.cfg.RebalanceTimeout + 5*time.Second; sc.Net.ReadTimeout < rt {
+		sc.Net.ReadTimeout = rt
+	}
 	sc.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{strategy}
 	sc.Consumer.Group.InstanceId = g.cfg.InstanceID
 	if err := sc.Validate(); err != nil {
