@@ -31,6 +31,11 @@ type harness struct {
 	client sarama.Client
 	admin  sarama.ClusterAdmin
 	seq    int
+	// skip maps a system to the reason its rows are not run (e.g. the
+	// Kafka Streams rows without java/mvn); ksJar is the built app.
+	skip     map[string]string
+	ksJar    string
+	embedded bool
 }
 
 func newHarness(addrs []string, tmp string, p params) (*harness, error) {
@@ -43,7 +48,7 @@ func newHarness(addrs []string, tmp string, p params) (*harness, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &harness{addrs: addrs, tmp: tmp, p: p, client: client, admin: admin}, nil
+	return &harness{addrs: addrs, tmp: tmp, p: p, client: client, admin: admin, skip: map[string]string{}}, nil
 }
 
 func (h *harness) close() { _ = h.admin.Close() }
@@ -244,6 +249,9 @@ func (h *harness) startChild(sys, wl, run, in, out string) (*child, error) {
 	}
 	cmd := exec.Command(os.Args[0], "-child", sys, "-workload", wl, "-in", in, "-out", out,
 		"-app", run, "-dir", dir, "-brokers", strings.Join(h.addrs, ","))
+	if isKStreams(sys) {
+		cmd = kstreamsCommand(h.ksJar, sys, wl, strings.Join(h.addrs, ","), in, out, run, dir)
+	}
 	cmd.Stdout, cmd.Stderr = lf, lf
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -290,9 +298,14 @@ func (c *child) stop() (rssKiB int64, cpu float64) {
 
 func (c *child) tail() string {
 	b, _ := os.ReadFile(c.log)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 5 {
-		lines = lines[len(lines)-5:]
+	return lastLines(string(b), 5)
+}
+
+// lastLines joins the last n lines of s with " | ".
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, " | ")
 }
@@ -304,17 +317,22 @@ type row struct {
 	rssKiB           int64
 	cpu              float64
 	err              string
+	skip             string // why the row was not run
+	latOnly          bool   // only latency was measured for this system and workload
 	lat              *latResult
 }
 
 func (r row) rate() float64 {
-	if r.err != "" || r.wall <= 0 {
+	if r.err != "" || r.skip != "" || r.wall <= 0 {
 		return 0
 	}
 	return float64(r.in) / r.wall.Seconds()
 }
 
 func (r row) summary() string {
+	if r.skip != "" {
+		return "skipped: " + r.skip
+	}
 	if r.err != "" {
 		return "FAILED: " + r.err
 	}
@@ -323,6 +341,10 @@ func (r row) summary() string {
 
 func (h *harness) throughput(ctx context.Context, sys, wl string) row {
 	r := row{workload: wl, system: sys}
+	if why := h.skipReason(sys, wl); why != "" {
+		r.skip = why
+		return r
+	}
 	run, in, out, err := h.topics(wl[:4] + "-" + sys)
 	if err != nil {
 		r.err = err.Error()
@@ -375,6 +397,7 @@ type latResult struct {
 	sent, got int
 	sorted    []time.Duration
 	err       string
+	skip      string
 }
 
 func (l latResult) pct(q float64) time.Duration {
@@ -389,6 +412,9 @@ func (l latResult) pct(q float64) time.Duration {
 }
 
 func (l latResult) summary() string {
+	if l.skip != "" {
+		return "skipped: " + l.skip
+	}
 	if l.err != "" {
 		return "FAILED: " + l.err
 	}
@@ -398,6 +424,10 @@ func (l latResult) summary() string {
 // latency offers the stateless workload at a fixed rate to a running
 // system and measures produce-time to read_committed visibility.
 func (h *harness) latency(ctx context.Context, sys string) (lr latResult) {
+	if why := h.skipReason(sys, wlStateless); why != "" {
+		lr.skip = why
+		return
+	}
 	run, in, out, err := h.topics("lat-" + sys)
 	if err != nil {
 		lr.err = err.Error()

@@ -50,6 +50,14 @@ func renderTable(rows []row, broker string, p params, quick bool) string {
 				lat = fmt.Sprintf("| %s | %s | %s ", ms(r.lat.pct(.5)), ms(r.lat.pct(.99)), ms(r.lat.pct(.999)))
 			}
 		}
+		if r.skip != "" {
+			fmt.Fprintf(&b, "| %s | %s | %s | | | skipped | | | | | | | | %s |\n", r.workload, r.system, g, strings.ReplaceAll(r.skip, "|", "/"))
+			continue
+		}
+		if r.latOnly {
+			fmt.Fprintf(&b, "| %s | %s | %s | | | — | — | — | — | — | — %s|\n", r.workload, r.system, g, lat)
+			continue
+		}
 		if r.err != "" {
 			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d/%d | FAILED | | | | %d | %.1f %s| %s |\n", r.workload, r.system, g, r.in, r.got, r.want, r.rssKiB/1024, r.cpu, lat, strings.ReplaceAll(r.err, "|", "/"))
 			continue
