@@ -36,6 +36,7 @@ type harness struct {
 	skip     map[string]string
 	ksJar    string
 	embedded bool
+	inputs   map[string]input // per workload
 }
 
 func newHarness(addrs []string, tmp string, p params) (*harness, error) {
@@ -48,7 +49,7 @@ func newHarness(addrs []string, tmp string, p params) (*harness, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &harness{addrs: addrs, tmp: tmp, p: p, client: client, admin: admin, skip: map[string]string{}}, nil
+	return &harness{addrs: addrs, tmp: tmp, p: p, client: client, admin: admin, skip: map[string]string{}, inputs: map[string]input{}}, nil
 }
 
 func (h *harness) close() { _ = h.admin.Close() }
@@ -58,16 +59,61 @@ func (h *harness) topics(tag string) (run, in, out string, err error) {
 	run = fmt.Sprintf("bench%d-%d-%s", time.Now().Unix()%100000, h.seq, tag)
 	in, out = run+"-in", run+"-out"
 	for _, t := range []string{in, out} {
-		if err = h.admin.CreateTopic(t, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1}, false); err != nil {
-			return
-		}
-	}
-	for _, t := range []string{in, out} {
-		if _, err = partitionsOf(h.client, t); err != nil {
+		if err = h.createTopic(t); err != nil {
 			return
 		}
 	}
 	return
+}
+
+// createTopic creates topic and waits until every partition has a leader
+// (right after creation a broker may still answer NOT_LEADER).
+func (h *harness) createTopic(topic string) error {
+	if err := h.admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1}, false); err != nil {
+		return err
+	}
+	ps, err := partitionsOf(h.client, topic)
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		for i := 0; ; i++ {
+			if _, err := h.client.Leader(topic, p); err == nil {
+				break
+			} else if i > 50 {
+				return fmt.Errorf("leader of %s/%d: %w", topic, p, err)
+			}
+			_ = h.client.RefreshMetadata(topic)
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// input is a workload's preloaded input topic, shared by every system's
+// throughput run: each reads it from the start with its own group.
+type input struct {
+	topic                string
+	in, outCopy, outProc int
+}
+
+// inputFor creates and preloads the workload's input topic once.
+func (h *harness) inputFor(wl string) (input, error) {
+	if in, ok := h.inputs[wl]; ok {
+		return in, nil
+	}
+	h.seq++
+	topic := fmt.Sprintf("bench%d-%d-%s-in", time.Now().Unix()%100000, h.seq, wl[:4])
+	if err := h.createTopic(topic); err != nil {
+		return input{}, err
+	}
+	n, outCopy, outProc, err := h.preload(topic, wl)
+	if err != nil {
+		return input{}, err
+	}
+	in := input{topic: topic, in: n, outCopy: outCopy, outProc: outProc}
+	h.inputs[wl] = in
+	return in, nil
 }
 
 // value builds a 100-byte value: the send time as 19 ASCII digits, then
@@ -184,9 +230,15 @@ func (h *harness) newCounter(topic string) (*counter, error) {
 		return nil, err
 	}
 	for _, p := range ps {
-		pc, err := cons.ConsumePartition(topic, p, sarama.OffsetOldest)
-		if err != nil {
-			return nil, err
+		var pc sarama.PartitionConsumer
+		for i := 0; ; i++ { // a leader just elected may still answer NOT_LEADER
+			if pc, err = cons.ConsumePartition(topic, p, sarama.OffsetOldest); err == nil {
+				break
+			} else if i > 50 {
+				return nil, err
+			}
+			_ = client.RefreshMetadata(topic)
+			time.Sleep(100 * time.Millisecond)
 		}
 		c.pcs = append(c.pcs, pc)
 		go func() {
@@ -345,19 +397,21 @@ func (h *harness) throughput(ctx context.Context, sys, wl string) row {
 		r.skip = why
 		return r
 	}
-	run, in, out, err := h.topics(wl[:4] + "-" + sys)
+	inp, err := h.inputFor(wl)
 	if err != nil {
 		r.err = err.Error()
 		return r
 	}
-	nIn, outCopy, outProc, err := h.preload(in, wl)
-	if err != nil {
+	h.seq++
+	run := fmt.Sprintf("bench%d-%d-%s-%s", time.Now().Unix()%100000, h.seq, wl[:4], sys)
+	in, out := inp.topic, run+"-out"
+	if err := h.createTopic(out); err != nil {
 		r.err = err.Error()
 		return r
 	}
-	r.in, r.want = nIn, outProc
+	r.in, r.want = inp.in, inp.outProc
 	if sys == sysCeilingALO || sys == sysCeilingEOS {
-		r.want = outCopy
+		r.want = inp.outCopy
 	}
 	cnt, err := h.newCounter(out)
 	if err != nil {

@@ -130,7 +130,7 @@ func main() {
 	var rows []row
 	for _, wl := range []string{wlStateless, wlWordCount} {
 		for _, sys := range sysList {
-			if sys == sysGoka && wl != wlWordCount {
+			if sys == "" || (sys == sysGoka && wl != wlWordCount) {
 				continue
 			}
 			if ctx.Err() != nil {
