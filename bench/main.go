@@ -80,7 +80,7 @@ func main() {
 		return
 	}
 
-	p := params{statelessN: 2_000_000, wordLines: 500_000, latRate: 5000, latDur: 10 * time.Second, runTimeout: 10 * time.Minute}
+	p := params{statelessN: 2_000_000, wordLines: 500_000, latRate: 5000, latDur: 10 * time.Second, runTimeout: 15 * time.Minute}
 	if *quick {
 		p = params{statelessN: 200_000, wordLines: 50_000, latRate: 5000, latDur: 5 * time.Second, runTimeout: 60 * time.Second}
 	}
