@@ -31,6 +31,12 @@ type harness struct {
 	client sarama.Client
 	admin  sarama.ClusterAdmin
 	seq    int
+	// skip maps a system to the reason its rows are not run (e.g. the
+	// Kafka Streams rows without java/mvn); ksJar is the built app.
+	skip     map[string]string
+	ksJar    string
+	embedded bool
+	inputs   map[string]input // per workload
 }
 
 func newHarness(addrs []string, tmp string, p params) (*harness, error) {
@@ -43,7 +49,7 @@ func newHarness(addrs []string, tmp string, p params) (*harness, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &harness{addrs: addrs, tmp: tmp, p: p, client: client, admin: admin}, nil
+	return &harness{addrs: addrs, tmp: tmp, p: p, client: client, admin: admin, skip: map[string]string{}, inputs: map[string]input{}}, nil
 }
 
 func (h *harness) close() { _ = h.admin.Close() }
@@ -53,16 +59,61 @@ func (h *harness) topics(tag string) (run, in, out string, err error) {
 	run = fmt.Sprintf("bench%d-%d-%s", time.Now().Unix()%100000, h.seq, tag)
 	in, out = run+"-in", run+"-out"
 	for _, t := range []string{in, out} {
-		if err = h.admin.CreateTopic(t, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1}, false); err != nil {
-			return
-		}
-	}
-	for _, t := range []string{in, out} {
-		if _, err = partitionsOf(h.client, t); err != nil {
+		if err = h.createTopic(t); err != nil {
 			return
 		}
 	}
 	return
+}
+
+// createTopic creates topic and waits until every partition has a leader
+// (right after creation a broker may still answer NOT_LEADER).
+func (h *harness) createTopic(topic string) error {
+	if err := h.admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1}, false); err != nil {
+		return err
+	}
+	ps, err := partitionsOf(h.client, topic)
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		for i := 0; ; i++ {
+			if _, err := h.client.Leader(topic, p); err == nil {
+				break
+			} else if i > 50 {
+				return fmt.Errorf("leader of %s/%d: %w", topic, p, err)
+			}
+			_ = h.client.RefreshMetadata(topic)
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// input is a workload's preloaded input topic, shared by every system's
+// throughput run: each reads it from the start with its own group.
+type input struct {
+	topic                string
+	in, outCopy, outProc int
+}
+
+// inputFor creates and preloads the workload's input topic once.
+func (h *harness) inputFor(wl string) (input, error) {
+	if in, ok := h.inputs[wl]; ok {
+		return in, nil
+	}
+	h.seq++
+	topic := fmt.Sprintf("bench%d-%d-%s-in", time.Now().Unix()%100000, h.seq, wl[:4])
+	if err := h.createTopic(topic); err != nil {
+		return input{}, err
+	}
+	n, outCopy, outProc, err := h.preload(topic, wl)
+	if err != nil {
+		return input{}, err
+	}
+	in := input{topic: topic, in: n, outCopy: outCopy, outProc: outProc}
+	h.inputs[wl] = in
+	return in, nil
 }
 
 // value builds a 100-byte value: the send time as 19 ASCII digits, then
@@ -179,9 +230,15 @@ func (h *harness) newCounter(topic string) (*counter, error) {
 		return nil, err
 	}
 	for _, p := range ps {
-		pc, err := cons.ConsumePartition(topic, p, sarama.OffsetOldest)
-		if err != nil {
-			return nil, err
+		var pc sarama.PartitionConsumer
+		for i := 0; ; i++ { // a leader just elected may still answer NOT_LEADER
+			if pc, err = cons.ConsumePartition(topic, p, sarama.OffsetOldest); err == nil {
+				break
+			} else if i > 50 {
+				return nil, err
+			}
+			_ = client.RefreshMetadata(topic)
+			time.Sleep(100 * time.Millisecond)
 		}
 		c.pcs = append(c.pcs, pc)
 		go func() {
@@ -244,6 +301,9 @@ func (h *harness) startChild(sys, wl, run, in, out string) (*child, error) {
 	}
 	cmd := exec.Command(os.Args[0], "-child", sys, "-workload", wl, "-in", in, "-out", out,
 		"-app", run, "-dir", dir, "-brokers", strings.Join(h.addrs, ","))
+	if isKStreams(sys) {
+		cmd = kstreamsCommand(h.ksJar, sys, wl, strings.Join(h.addrs, ","), in, out, run, dir)
+	}
 	cmd.Stdout, cmd.Stderr = lf, lf
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -290,9 +350,14 @@ func (c *child) stop() (rssKiB int64, cpu float64) {
 
 func (c *child) tail() string {
 	b, _ := os.ReadFile(c.log)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 5 {
-		lines = lines[len(lines)-5:]
+	return lastLines(string(b), 5)
+}
+
+// lastLines joins the last n lines of s with " | ".
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, " | ")
 }
@@ -304,17 +369,22 @@ type row struct {
 	rssKiB           int64
 	cpu              float64
 	err              string
+	skip             string // why the row was not run
+	latOnly          bool   // only latency was measured for this system and workload
 	lat              *latResult
 }
 
 func (r row) rate() float64 {
-	if r.err != "" || r.wall <= 0 {
+	if r.err != "" || r.skip != "" || r.wall <= 0 {
 		return 0
 	}
 	return float64(r.in) / r.wall.Seconds()
 }
 
 func (r row) summary() string {
+	if r.skip != "" {
+		return "skipped: " + r.skip
+	}
 	if r.err != "" {
 		return "FAILED: " + r.err
 	}
@@ -323,19 +393,25 @@ func (r row) summary() string {
 
 func (h *harness) throughput(ctx context.Context, sys, wl string) row {
 	r := row{workload: wl, system: sys}
-	run, in, out, err := h.topics(wl[:4] + "-" + sys)
+	if why := h.skipReason(sys, wl); why != "" {
+		r.skip = why
+		return r
+	}
+	inp, err := h.inputFor(wl)
 	if err != nil {
 		r.err = err.Error()
 		return r
 	}
-	nIn, outCopy, outProc, err := h.preload(in, wl)
-	if err != nil {
+	h.seq++
+	run := fmt.Sprintf("bench%d-%d-%s-%s", time.Now().Unix()%100000, h.seq, wl[:4], sys)
+	in, out := inp.topic, run+"-out"
+	if err := h.createTopic(out); err != nil {
 		r.err = err.Error()
 		return r
 	}
-	r.in, r.want = nIn, outProc
+	r.in, r.want = inp.in, inp.outProc
 	if sys == sysCeilingALO || sys == sysCeilingEOS {
-		r.want = outCopy
+		r.want = inp.outCopy
 	}
 	cnt, err := h.newCounter(out)
 	if err != nil {
@@ -375,6 +451,7 @@ type latResult struct {
 	sent, got int
 	sorted    []time.Duration
 	err       string
+	skip      string
 }
 
 func (l latResult) pct(q float64) time.Duration {
@@ -389,6 +466,9 @@ func (l latResult) pct(q float64) time.Duration {
 }
 
 func (l latResult) summary() string {
+	if l.skip != "" {
+		return "skipped: " + l.skip
+	}
 	if l.err != "" {
 		return "FAILED: " + l.err
 	}
@@ -398,6 +478,10 @@ func (l latResult) summary() string {
 // latency offers the stateless workload at a fixed rate to a running
 // system and measures produce-time to read_committed visibility.
 func (h *harness) latency(ctx context.Context, sys string) (lr latResult) {
+	if why := h.skipReason(sys, wlStateless); why != "" {
+		lr.skip = why
+		return
+	}
 	run, in, out, err := h.topics("lat-" + sys)
 	if err != nil {
 		lr.err = err.Error()

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -38,7 +39,9 @@ const (
 	partitions = 8
 )
 
-func eos(sys string) bool { return sys == sysCeilingEOS || sys == sysWeirEOS || sys == sysWeirMB }
+func eos(sys string) bool {
+	return sys == sysCeilingEOS || sys == sysWeirEOS || sys == sysWeirMB || sys == sysKStreamsEOS
+}
 
 func main() {
 	child := flag.String("child", "", "internal: run this system as a child process")
@@ -49,8 +52,9 @@ func main() {
 	dir := flag.String("dir", "", "internal: child state dir")
 	brokers := flag.String("brokers", "", "Kafka bootstrap servers host:port[,...]; empty starts an embedded broker in-process")
 	quick := flag.Bool("quick", false, "small sizes: finishes in under 5 minutes")
-	systems := flag.String("systems", strings.Join([]string{sysCeilingALO, sysCeilingEOS, sysWeirALO, sysWeirEOS, sysWeirMB, sysGoka}, ","), "systems to run")
-	latSystems := flag.String("latency-systems", strings.Join([]string{sysCeilingALO, sysCeilingEOS, sysWeirALO, sysWeirEOS}, ","), "systems whose stateless latency is measured")
+	all := []string{sysCeilingALO, sysCeilingEOS, sysWeirALO, sysWeirEOS, sysWeirMB, sysGoka, sysKStreamsALO, sysKStreamsEOS}
+	systems := flag.String("systems", strings.Join(all, ","), "systems to run")
+	latSystems := flag.String("latency-systems", strings.Join(all, ","), "systems whose stateless latency is measured")
 	keep := flag.Bool("keep", false, "keep the temporary directory (child logs, state dirs)")
 	outDir := flag.String("results", "results", "directory for latest.md and latency.png")
 	flag.Parse()
@@ -76,9 +80,9 @@ func main() {
 		return
 	}
 
-	p := params{statelessN: 2_000_000, wordLines: 500_000, latRate: 5000, latDur: 10 * time.Second, runTimeout: 10 * time.Minute}
+	p := params{statelessN: 2_000_000, wordLines: 500_000, latRate: 5000, latDur: 10 * time.Second, runTimeout: 15 * time.Minute}
 	if *quick {
-		p = params{statelessN: 200_000, wordLines: 50_000, latRate: 2000, latDur: 10 * time.Second, runTimeout: 60 * time.Second}
+		p = params{statelessN: 200_000, wordLines: 50_000, latRate: 5000, latDur: 5 * time.Second, runTimeout: 60 * time.Second}
 	}
 	brokerDesc := ""
 	var addrs []string
@@ -109,13 +113,24 @@ func main() {
 		fatal(err)
 	}
 	defer h.close()
+	h.embedded = *brokers == ""
 	fmt.Fprintf(os.Stderr, "bench: %s; %d CPUs; quick=%v\n", brokerDesc, runtime.NumCPU(), *quick)
 
-	var rows []row
 	sysList := strings.Split(*systems, ",")
+	latList := strings.Split(*latSystems, ",")
+	if slices.ContainsFunc(append(slices.Clone(sysList), latList...), isKStreams) {
+		jar, why := buildKStreams("kstreams")
+		if why != "" {
+			fmt.Fprintln(os.Stderr, "bench: skipping the Kafka Streams rows:", why)
+			h.skip[sysKStreamsALO], h.skip[sysKStreamsEOS] = why, why
+		}
+		h.ksJar = jar
+	}
+
+	var rows []row
 	for _, wl := range []string{wlStateless, wlWordCount} {
 		for _, sys := range sysList {
-			if sys == sysGoka && wl != wlWordCount {
+			if sys == "" || (sys == sysGoka && wl != wlWordCount) {
 				continue
 			}
 			if ctx.Err() != nil {
@@ -127,20 +142,24 @@ func main() {
 		}
 	}
 	var curves []curve
-	for _, sys := range strings.Split(*latSystems, ",") {
+	for _, sys := range latList {
 		if sys == "" || ctx.Err() != nil {
 			continue
 		}
 		lr := h.latency(ctx, sys)
 		fmt.Fprintf(os.Stderr, "bench: latency %s: %s\n", sys, lr.summary())
-		for i := range rows {
-			if rows[i].system == sys && rows[i].workload == wlStateless {
-				rows[i].lat = &lr
-			}
+		i := slices.IndexFunc(rows, func(r row) bool { return r.system == sys && r.workload == wlStateless })
+		if i < 0 { // e.g. goka: latency of its stateless processor, no throughput row
+			rows = append(rows, row{workload: wlStateless, system: sys, latOnly: true})
+			i = len(rows) - 1
 		}
-		curves = append(curves, curve{name: sys, sorted: lr.sorted})
+		rows[i].lat = &lr
+		if len(lr.sorted) > 0 {
+			curves = append(curves, curve{name: sys, sorted: lr.sorted})
+		}
 	}
 
+	slices.SortStableFunc(rows, func(a, b row) int { return strings.Compare(a.workload, b.workload) })
 	md := renderTable(rows, brokerDesc, p, *quick)
 	fmt.Print(md)
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {

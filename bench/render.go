@@ -50,6 +50,14 @@ func renderTable(rows []row, broker string, p params, quick bool) string {
 				lat = fmt.Sprintf("| %s | %s | %s ", ms(r.lat.pct(.5)), ms(r.lat.pct(.99)), ms(r.lat.pct(.999)))
 			}
 		}
+		if r.skip != "" {
+			fmt.Fprintf(&b, "| %s | %s | %s | | | skipped¹ | | | | | | | | |\n", r.workload, r.system, g)
+			continue
+		}
+		if r.latOnly {
+			fmt.Fprintf(&b, "| %s | %s | %s | | | — | — | — | — | — | — %s|\n", r.workload, r.system, g, lat)
+			continue
+		}
 		if r.err != "" {
 			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d/%d | FAILED | | | | %d | %.1f %s| %s |\n", r.workload, r.system, g, r.in, r.got, r.want, r.rssKiB/1024, r.cpu, lat, strings.ReplaceAll(r.err, "|", "/"))
 			continue
@@ -63,6 +71,11 @@ func renderTable(rows []row, broker string, p params, quick bool) string {
 			r.rssKiB/1024, r.cpu/float64(r.in)*1e6, lat)
 	}
 	b.WriteString("\nwall s: child process start → the output topic holds the expected records for a read_committed reader (includes start-up and group join). steady rec/s: input records / (first output visible → last). Ratios use input rec/s; at-least-once rows against ceiling-alo, exactly-once rows against ceiling-eos, per workload. Peak RSS is the child process's VmHWM (read from /proc just before it is stopped; ru_maxrss would carry the parent's high-water mark across fork+exec); CPU is its rusage utime+stime, start-up and shutdown included. The parent's preloading and its read_committed counting consumer share the 2 CPUs with the child; the broker's CPU is not counted.\n")
+	for _, r := range rows {
+		if r.skip != "" {
+			fmt.Fprintf(&b, "\n¹ %s %s: skipped: %s\n", r.workload, r.system, r.skip)
+		}
+	}
 	for _, r := range rows {
 		if r.lat != nil && r.lat.err != "" {
 			fmt.Fprintf(&b, "\nlatency %s: %s\n", r.system, r.lat.err)
@@ -79,6 +92,7 @@ type curve struct {
 var palette = []color.RGBA{
 	{0x1f, 0x77, 0xb4, 255}, {0xff, 0x7f, 0x0e, 255}, {0x2c, 0xa0, 0x2c, 255},
 	{0xd6, 0x27, 0x28, 255}, {0x94, 0x67, 0xbd, 255}, {0x8c, 0x56, 0x4b, 255},
+	{0xe3, 0x77, 0xc2, 255}, {0x17, 0xbe, 0xcf, 255},
 }
 
 // writeChart draws latency CDFs: x is log10 latency from 0.1 ms to 10 s

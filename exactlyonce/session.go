@@ -258,6 +258,11 @@ func (s *Session) Send(ctx context.Context, r kafka.Record) error {
 	}
 	msg := messageFromRecord(r)
 	p.t.add()
+	select { // fast path: room in sarama's input buffer (end was checked above)
+	case p.ap.Input() <- msg:
+		return nil
+	default:
+	}
 	select {
 	case p.ap.Input() <- msg:
 		return nil

@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
@@ -111,4 +112,76 @@ func Restore(s statestore.Store, key, value []byte) error {
 		return st.Put(k, start, end, value)
 	}
 	return fmt.Errorf("processor: cannot restore store %q of type %T", s.Name(), s)
+}
+
+// pendingChangelog keeps the changes of one logged store between two
+// FlushChangelog calls, one entry per changelog key, in the order keys
+// were first changed (so a flush is deterministic).
+type pendingChangelog struct {
+	topic     string
+	partition int32
+	index     map[string]int
+	recs      []pendingChange
+}
+
+type pendingChange struct {
+	key, value []byte
+	ts         int64 // ms
+}
+
+func newPendingChangelog(topic string, partition int32) *pendingChangelog {
+	return &pendingChangelog{topic: topic, partition: partition, index: map[string]int{}}
+}
+
+// add records key's latest value (nil: deleted); key and value are copied,
+// since callers may reuse their buffers.
+func (p *pendingChangelog) add(key, value []byte, ts int64) {
+	if value != nil {
+		value = bytes.Clone(value)
+	}
+	if i, ok := p.index[string(key)]; ok {
+		p.recs[i].value, p.recs[i].ts = value, ts
+		return
+	}
+	p.index[string(key)] = len(p.recs)
+	p.recs = append(p.recs, pendingChange{key: bytes.Clone(key), value: value, ts: ts})
+}
+
+func (p *pendingChangelog) reset() {
+	clear(p.index)
+	clear(p.recs)
+	p.recs = p.recs[:0]
+}
+
+// FlushChangelog emits, with TaskConfig.CoalesceChangelog, one changelog
+// record per key each logged store changed since the previous flush,
+// carrying the key's latest value: the changelog then ends with the
+// store's contents, as with a record per write. Engines call it before
+// every commit. Without CoalesceChangelog there is nothing to flush. On an
+// Emit error every record stays pending (sending one again is harmless: it
+// carries the same latest value) and the error is returned;
+// DiscardChangelog drops them when the epoch or batch is abandoned.
+func (t *Task) FlushChangelog() error {
+	for _, p := range t.pending {
+		for _, c := range p.recs {
+			err := t.cfg.Emit(Output{
+				Topic: p.topic, Partition: p.partition, Key: c.key, Value: c.value,
+				Timestamp: time.UnixMilli(c.ts), Kind: OutputChangelog,
+			})
+			if err != nil {
+				return fmt.Errorf("processor: task %s: changelog %q: %w", t.cfg.ID, p.topic, err)
+			}
+		}
+		p.reset()
+	}
+	return nil
+}
+
+// DiscardChangelog drops the changes FlushChangelog has not emitted yet,
+// together with the staged store writes they describe (an aborted epoch or
+// batch).
+func (t *Task) DiscardChangelog() {
+	for _, p := range t.pending {
+		p.reset()
+	}
 }

@@ -26,6 +26,14 @@ type TaskConfig struct {
 	// epoch). Wall-clock punctuators scheduled in Init fire first at
 	// WallClock + interval.
 	WallClock time.Time
+	// CoalesceChangelog makes logged stores keep their changes until
+	// FlushChangelog instead of emitting a changelog record per write: the
+	// flush emits one record per key changed since the previous flush, with
+	// the key's latest value (nil for a delete). Engines that commit in
+	// epochs or batches flush right before each commit, so a commit
+	// carries the same final store contents in fewer records; outputs to
+	// sinks and repartition topics are not affected.
+	CoalesceChangelog bool
 }
 
 // Task runs one sub-topology for one partition. It is deterministic and pure:
@@ -48,6 +56,9 @@ type Task struct {
 	// current is the input record being processed, for changelog
 	// timestamps and error reports.
 	current *RawRecord
+	// pending holds the coalesced changelog records per logged store, in
+	// store order (see TaskConfig.CoalesceChangelog).
+	pending []*pendingChangelog
 }
 
 type node struct {
@@ -288,16 +299,31 @@ func (t *Task) emit(n *node, r untyped) error {
 // changelogEmitter returns the function a logged store calls on each change.
 func (t *Task) changelogEmitter(store string) func(key, value []byte) error {
 	topic := ChangelogTopic(store).Resolve(t.cfg.ApplicationID)
-	return func(key, value []byte) error {
-		ts := t.wall
-		if t.current != nil {
-			ts = t.current.Timestamp.UnixMilli()
-		} else if t.stream >= 0 {
-			ts = t.stream
+	if t.cfg.CoalesceChangelog {
+		pc := newPendingChangelog(topic, t.cfg.ID.Partition)
+		t.pending = append(t.pending, pc)
+		return func(key, value []byte) error {
+			pc.add(key, value, t.changelogTime())
+			return nil
 		}
+	}
+	return func(key, value []byte) error {
+		ts := t.changelogTime()
 		return t.cfg.Emit(Output{
 			Topic: topic, Partition: t.cfg.ID.Partition, Key: key, Value: value,
 			Timestamp: time.UnixMilli(ts), Kind: OutputChangelog,
 		})
 	}
+}
+
+// changelogTime is the timestamp of a change made now: the input record's,
+// else (a punctuation) stream time, else wall-clock time, in ms.
+func (t *Task) changelogTime() int64 {
+	if t.current != nil {
+		return t.current.Timestamp.UnixMilli()
+	}
+	if t.stream >= 0 {
+		return t.stream
+	}
+	return t.wall
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -42,6 +43,9 @@ type Admin struct {
 	cfg    Config
 	client sarama.Client
 	admin  sarama.ClusterAdmin
+	// recordBytes is the mean record size (key, value, overhead) of the
+	// last record batch ReadRange read, to size its fetches.
+	recordBytes atomic.Int64
 }
 
 // NewAdmin connects an Admin to the cluster.

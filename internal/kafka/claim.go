@@ -200,7 +200,7 @@ func (gh *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, sc sarama
 		initial:   initial,
 		sc:        sc,
 		sess:      sess,
-		records:   make(chan Record),
+		records:   make(chan Record, claimBuffer),
 		run:       gh.run,
 	}
 	stop := make(chan struct{})
@@ -215,6 +215,13 @@ func (gh *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, sc sarama
 	}
 	return nil
 }
+
+// claimBuffer is how many records the pump may copy ahead of the handler.
+// sarama's Messages channel is a buffer already (ChannelBufferSize), so
+// this changes no semantics — records a handler never took are read again
+// from the committed offsets by the next claim — but it saves a goroutine
+// hand-off (park and wake) per record: the handler takes records in runs.
+const claimBuffer = 256
 
 // pump copies sarama's messages to records and closes records when
 // Messages closes; then, if the handler has not returned within the

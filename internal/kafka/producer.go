@@ -89,6 +89,11 @@ func (p *Producer) Send(ctx context.Context, r Record) error {
 	msg := messageFromRecord(r)
 	seq := p.t.register()
 	msg.Metadata = seq
+	select { // fast path: room in sarama's input buffer
+	case p.ap.Input() <- msg:
+		return nil
+	default:
+	}
 	select {
 	case p.ap.Input() <- msg:
 		return nil

@@ -21,6 +21,12 @@ const (
 	// readFetchBytes bounds a response (one partition); it doubles while a
 	// response holds nothing but a record batch cut short by the bound.
 	readFetchBytes = 4 << 20
+	// readMinFetchBytes is the least a fetch sized to the rest of its
+	// range asks for (see rangeReader.wantBytes).
+	readMinFetchBytes = 64 << 10
+	// readGuessRecordBytes is the bytes per record assumed before an
+	// Admin has read any.
+	readGuessRecordBytes = 256
 	// readMaxRetries bounds consecutive failed fetches (leader moves,
 	// network errors) before ReadRange gives up: about 17 s of backoff.
 	readMaxRetries = 20
@@ -73,7 +79,8 @@ const (
 //
 // ctx is checked before each fetch and between record batches. The fetches
 // wait at most 100 ms on the broker and return at most 4 MiB (more only for
-// a single record batch larger than that).
+// a single record batch larger than that), less for a short range: about
+// twice the rest of the range at the record size seen so far.
 //
 // Wire details: Fetch v11 with Kafka 2.5 as protocol version (the version
 // sarama's own consumer picks for it; see fetchRequestVersion), sessionless,
@@ -121,6 +128,10 @@ func fetchRequestVersion(v sarama.KafkaVersion) (int16, error) {
 	}
 }
 
+// recordOverhead approximates the bytes a record of a v2 record batch takes
+// besides its key and value (length, attributes, deltas, header count).
+const recordOverhead = 16
+
 // rangeReader is the state of one ReadRange call.
 type rangeReader struct {
 	a             *Admin
@@ -133,6 +144,28 @@ type rangeReader struct {
 
 	next      int64 // the offset to fetch next; every offset below is done
 	fetchSize int32 // max bytes of the next fetch
+	// unsized turns off sizing fetches to the rest of the range, after a
+	// response held only a record batch cut short (see wantBytes).
+	unsized bool
+}
+
+// wantBytes is the byte bound of the next fetch: twice what the rest of the
+// range should take at the record size the Admin has seen so far, between
+// readMinFetchBytes and fetchSize. A short range — a micro-batch's share
+// of one partition — then does not fetch (and sarama does not decode) 4 MiB
+// of records past its end on every call; brokers return a first record
+// batch whole whatever the bound (KIP-74), so a low estimate costs one
+// more fetch, not progress.
+func (r *rangeReader) wantBytes() int32 {
+	if r.unsized {
+		return r.fetchSize
+	}
+	per := r.a.recordBytes.Load()
+	if per <= 0 {
+		per = readGuessRecordBytes
+	}
+	want := 2 * per * (r.to - r.next)
+	return int32(max(readMinFetchBytes, min(want, int64(r.fetchSize))))
 }
 
 // run fetches until next reaches to.
@@ -200,6 +233,10 @@ func (r *rangeReader) run(ctx context.Context) error {
 			// Only a record batch cut short by fetchSize: ask for more.
 			// (Brokers since KIP-74 return a first batch whole whatever
 			// the limit, so this is for other implementations.)
+			if !r.unsized {
+				r.unsized = true // ask for fetchSize, then double it
+				continue
+			}
 			if r.fetchSize == math.MaxInt32 {
 				return r.fatal(fmt.Errorf("record batch at offset %d larger than %d bytes: %w", r.next, r.fetchSize, sarama.ErrMessageTooLarge))
 			}
@@ -239,11 +276,12 @@ func (r *rangeReader) fetch() (*sarama.FetchResponseBlock, error) {
 	if err != nil {
 		return nil, &leaderLookupError{err}
 	}
+	size := r.wantBytes()
 	req := &sarama.FetchRequest{
 		Version:      r.version,
 		MaxWaitTime:  int32(readMaxWait / time.Millisecond),
 		MinBytes:     1,
-		MaxBytes:     r.fetchSize,
+		MaxBytes:     size,
 		Isolation:    sarama.ReadUncommitted,
 		SessionID:    0,
 		SessionEpoch: -1, // no fetch session: a full fetch each time
@@ -251,7 +289,7 @@ func (r *rangeReader) fetch() (*sarama.FetchResponseBlock, error) {
 	if r.readCommitted {
 		req.Isolation = sarama.ReadCommitted
 	}
-	req.AddBlock(r.topic, r.partition, r.next, r.fetchSize, epoch)
+	req.AddBlock(r.topic, r.partition, r.next, size, epoch)
 	resp, err := broker.Fetch(req)
 	if err != nil {
 		// The connection may be broken: close it so that the next
@@ -387,6 +425,13 @@ func (r *rangeReader) batch(b *sarama.RecordBatch, txns *abortedTxns) error {
 		} else if b.IsTransactional && txns.aborted(b.ProducerID) {
 			deliver = false
 		}
+	}
+	if n := int64(len(b.Records)); n > 0 {
+		var size int64
+		for _, rec := range b.Records {
+			size += int64(len(rec.Key)+len(rec.Value)) + recordOverhead
+		}
+		r.a.recordBytes.Store(size / n)
 	}
 	if deliver {
 		for _, rec := range b.Records {

@@ -491,11 +491,52 @@ func TestReadRangeCompactionGaps(t *testing.T) {
 		require.EqualValues(t, 11, req.Version)
 		require.Equal(t, sarama.ReadCommitted, req.Isolation)
 		require.EqualValues(t, 100, req.MaxWaitTime)
-		require.EqualValues(t, 4<<20, req.MaxBytes)
+		require.EqualValues(t, 64<<10, req.MaxBytes, "a fetch sized to a 20-record range asks for the least")
 		require.EqualValues(t, -1, req.SessionEpoch)
 	}
 	require.Equal(t, []byte("k13"), got[2].Key)
 	require.Equal(t, time.UnixMilli(1_000_001), got[2].Timestamp, "first timestamp + delta")
+}
+
+// TestReadRangeSizesFetchesToTheRange: a long range asks for at most 4 MiB,
+// a short one about twice what its records take at the size seen so far.
+func TestReadRangeSizesFetchesToTheRange(t *testing.T) {
+	a, b := mockAdmin(t,
+		fetchResponse(1_000_000, batch(0, 0, 0)),
+		fetchResponse(1_000_000, batch(1, 1, 1)),
+		fail(),
+	)
+	_, err := readRange(t.Context(), a, mockTopic, 0, 0, 1_000_000, false)
+	require.Error(t, err, "the script ends before the range")
+	reqs := fetchRequests(b)
+	require.GreaterOrEqual(t, len(reqs), 2)
+	require.EqualValues(t, 4<<20, reqs[0].MaxBytes, "a million records at the first guess: the cap")
+	// After record 0 ("k0"/"v0": 4 bytes + 16 of overhead) 999,999 records
+	// still take far more than 4 MiB at 2×20 bytes each: still the cap.
+	require.EqualValues(t, 4<<20, reqs[1].MaxBytes)
+
+	rest := make([]int64, 0, 2999)
+	for off := int64(1); off < 3000; off++ {
+		rest = append(rest, off)
+	}
+	a, b = mockAdmin(t,
+		fetchResponse(3000, batch(0, 0, 0)),
+		fetchResponse(3000, batch(1, 2999, rest...)),
+		fail(),
+	)
+	got, err := readRange(t.Context(), a, mockTopic, 0, 0, 3000, false)
+	require.NoError(t, err)
+	require.Len(t, got, 3000)
+	reqs = fetchRequests(b)
+	require.Len(t, reqs, 2)
+	require.EqualValues(t, 2*256*3000, reqs[0].MaxBytes, "3,000 records at the 256-byte guess")
+	require.EqualValues(t, 2*20*2999, reqs[1].MaxBytes, "2,999 records at the 20 bytes of record 0")
+
+	a, b = mockAdmin(t, fetchResponse(10, batch(0, 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9)), fail())
+	got, err = readRange(t.Context(), a, mockTopic, 0, 0, 10, false)
+	require.NoError(t, err)
+	require.Len(t, got, 10)
+	require.EqualValues(t, 64<<10, fetchRequests(b)[0].MaxBytes, "a short range: the least")
 }
 
 // TestReadRangeAbortedList scripts what a broker answers read_committed:

@@ -41,12 +41,24 @@ type Positions map[offsets.TopicPartition]int64
 // Exactly-once: the open transaction commits with the offsets inside it
 // (see exactly_once.go); errors that abort it wrap ErrRewind.
 //
+// First every task's changelog is flushed: one record per key changed
+// since the last Commit, with its latest value (processor's
+// CoalesceChangelog), so the changelog holds the store's contents at every
+// commit with fewer records than one per write. Outputs are not coalesced.
+//
 // Once Kafka has the epoch, the tasks' staged state writes move into
 // Badger with their changelog checkpoints; after an abort they are dropped.
 func (r *Runtime) Commit(ctx context.Context, positions Positions, s kafka.Session) (err error) {
 	if hook := r.cfg.Hooks.Committed; hook != nil {
 		start := time.Now()
 		defer func() { hook(time.Since(start), err) }()
+	}
+	if err := r.flushChangelogs(ctx); err != nil {
+		if errors.Is(err, ErrRewind) && r.txn != nil {
+			r.dropStaged()
+			return r.txn.recover(ctx, err)
+		}
+		return err
 	}
 	err = r.commitKafka(ctx, positions, s)
 	if errors.Is(err, ErrRewind) {

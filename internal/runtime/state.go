@@ -224,12 +224,25 @@ func (r *Runtime) applyStaged(ctx context.Context) error {
 	return nil
 }
 
-// dropStaged drops every task's staged writes, after an abort.
+// flushChangelogs sends every task's pending changelog records (one per
+// key changed since the last commit) into the epoch or batch being
+// committed.
+func (r *Runtime) flushChangelogs(ctx context.Context) error {
+	return r.tasks.eachTask(func(t *Task) error {
+		t.ctx = ctx
+		defer func() { t.ctx = nil }()
+		return t.task.FlushChangelog()
+	})
+}
+
+// dropStaged drops every task's staged writes and the changelog records
+// describing them, after an abort.
 func (r *Runtime) dropStaged() {
 	_ = r.tasks.eachTask(func(t *Task) error {
 		for _, st := range t.staged {
 			st.Reset()
 		}
+		t.task.DiscardChangelog()
 		return nil
 	})
 }

@@ -144,6 +144,8 @@ func (t *Task) open(ctx context.Context) error {
 	task, err := processor.NewTask(g, processor.TaskConfig{
 		ApplicationID: t.rt.cfg.ApplicationID, ID: t.id, Stores: factory,
 		Emit: t.emit, WallClock: t.rt.Now(),
+		// One changelog record per changed key per commit (see Commit).
+		CoalesceChangelog: true,
 	})
 	if err != nil {
 		t.closeStores()

@@ -1,0 +1,123 @@
+package weirbench;
+
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Properties;
+import java.util.concurrent.CountDownLatch;
+
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.state.KeyValueStore;
+
+/**
+ * The Kafka Streams rows of weir's benchmark (bench/harness.go starts this
+ * as a child process):
+ *
+ * <pre>
+ * java -jar target/kstreams-bench.jar SYSTEM WORKLOAD BROKERS IN OUT APP STATEDIR
+ * </pre>
+ *
+ * SYSTEM is kstreams-alo (at_least_once) or kstreams-eos (exactly_once_v2);
+ * WORKLOAD is stateless (filter + map of byte values) or wordcount (flatMap,
+ * groupBy word through a repartition topic, count into the default persistent
+ * RocksDB store, every update to OUT). It runs until SIGTERM.
+ */
+public final class Bench {
+    private Bench() {}
+
+    /** keep is the stateless filter: byte 19 'z' drops the record (as keep in bench/child.go). */
+    static boolean keep(byte[] v) {
+        return v == null || v.length < 20 || v[19] != 'z';
+    }
+
+    /** upper is bytes.ToUpper for ASCII. */
+    static byte[] upper(byte[] v) {
+        byte[] o = Arrays.copyOf(v, v.length);
+        for (int i = 0; i < o.length; i++) {
+            if (o[i] >= 'a' && o[i] <= 'z') {
+                o[i] -= 32;
+            }
+        }
+        return o;
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 7) {
+            System.err.println("usage: SYSTEM WORKLOAD BROKERS IN OUT APP STATEDIR");
+            System.exit(2);
+        }
+        String system = args[0], workload = args[1], brokers = args[2], in = args[3], out = args[4], app = args[5], dir = args[6];
+
+        Properties p = new Properties();
+        p.put(StreamsConfig.APPLICATION_ID_CONFIG, app);
+        p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
+        p.put(StreamsConfig.STATE_DIR_CONFIG, dir);
+        switch (system) {
+            case "kstreams-alo" -> p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.AT_LEAST_ONCE);
+            case "kstreams-eos" -> p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+            default -> throw new IllegalArgumentException("unknown system " + system);
+        }
+        // The same commit interval as weir's epochs for both guarantees.
+        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
+        // Every count update goes downstream, as weir does: the record cache
+        // (on by default) would suppress intermediate updates and change the
+        // number of output records the harness waits for.
+        p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        // One stream thread per CPU (weir's loops use all CPUs too).
+        p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, Runtime.getRuntime().availableProcessors());
+        p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        p.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
+
+        StreamsBuilder b = new StreamsBuilder();
+        switch (workload) {
+            case "stateless" -> {
+                KStream<byte[], byte[]> s = b.stream(in, Consumed.with(Serdes.ByteArray(), Serdes.ByteArray()));
+                s.filter((k, v) -> keep(v)).mapValues(Bench::upper).to(out, Produced.with(Serdes.ByteArray(), Serdes.ByteArray()));
+            }
+            case "wordcount" -> {
+                KStream<String, String> lines = b.stream(in, Consumed.with(Serdes.String(), Serdes.String()));
+                lines.flatMapValues(l -> Arrays.asList(l.split(" ")))
+                        .groupBy((k, w) -> w, Grouped.with("words", Serdes.String(), Serdes.String()))
+                        .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts")
+                                .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+                        .toStream()
+                        .to(out, Produced.with(Serdes.String(), Serdes.Long()));
+            }
+            default -> throw new IllegalArgumentException("unknown workload " + workload);
+        }
+
+        KafkaStreams streams = new KafkaStreams(b.build(), p);
+        CountDownLatch done = new CountDownLatch(1);
+        streams.setUncaughtExceptionHandler(e -> {
+            System.err.println("kstreams: uncaught: " + e);
+            e.printStackTrace();
+            done.countDown();
+            return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+        });
+        streams.setStateListener((now, before) -> {
+            System.err.println("kstreams: state " + before + " -> " + now);
+            if (now == KafkaStreams.State.ERROR || now == KafkaStreams.State.NOT_RUNNING) {
+                done.countDown();
+            }
+        });
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            streams.close(Duration.ofSeconds(15));
+            done.countDown();
+        }));
+        streams.start();
+        done.await();
+        streams.close(Duration.ofSeconds(15));
+        if (streams.state() == KafkaStreams.State.ERROR) {
+            System.exit(1);
+        }
+    }
+}
