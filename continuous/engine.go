@@ -253,6 +253,11 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session) error {
 	now := e.rt.Now()
 	if err := e.rt.Tasks().Each(func(t *processor.Task) error { return t.PunctuateWallClock(now) }); err != nil {
 		if errors.Is(err, runtime.ErrRewind) {
+			// A punctuator's Send doomed the transaction: end it (abort or
+			// re-create the producer) as a claim's abort does, then rewind.
+			if rerr := e.rt.Rewind(ctx, err); rerr != nil {
+				return fmt.Errorf("continuous: %w", rerr)
+			}
 			return e.abortLocked(ctx, err)
 		}
 		return fmt.Errorf("continuous: wall-clock punctuation: %w", err)
