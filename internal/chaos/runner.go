@@ -210,7 +210,7 @@ func (s *scenario) run(ctx context.Context) error {
 	for _, m := range s.members {
 		dirs = append(dirs, m.allDirs...)
 	}
-	if err := v.stores(dirs, &r); err != nil {
+	if err := v.stores(ctx, dirs, &r); err != nil {
 		return err
 	}
 	s.res.Duplicates, s.res.Lost, s.res.AggregateMismatches, s.res.DLQ = r.duplicates, r.lost, r.mismatches, r.dlq
