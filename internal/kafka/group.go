@@ -399,12 +399,7 @@ func newSplitClient(cfg Config, sc *sarama.Config) (*splitClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	csc, err := cfg.saramaConfig() // a config (and metric registry) of its own
-	if err == nil {
-		csc.Consumer.Group = sc.Consumer.Group
-		csc.Consumer.IsolationLevel = sc.Consumer.IsolationLevel
-		csc.Consumer.Offsets = sc.Consumer.Offsets
-	}
+	csc, err := coordConfig(cfg, sc)
 	var coord sarama.Client
 	if err == nil {
 		coord, err = newClient(cfg.Brokers, csc)
@@ -414,6 +409,23 @@ func newSplitClient(cfg Config, sc *sarama.Config) (*splitClient, error) {
 		return nil, err
 	}
 	return &splitClient{Client: fetch, coord: coord}, nil
+}
+
+// coordConfig is the configuration of a split client's coordinator client:
+// a config (and metric registry) of its own with the group's settings of
+// sc — and sc's read timeout, which covers a JoinGroup that waits the
+// whole rebalance (see Group.saramaConfig); the coordinator client is the
+// one that sends it.
+func coordConfig(cfg Config, sc *sarama.Config) (*sarama.Config, error) {
+	csc, err := cfg.saramaConfig()
+	if err != nil {
+		return nil, err
+	}
+	csc.Consumer.Group = sc.Consumer.Group
+	csc.Consumer.IsolationLevel = sc.Consumer.IsolationLevel
+	csc.Consumer.Offsets = sc.Consumer.Offsets
+	csc.Net.ReadTimeout = sc.Net.ReadTimeout
+	return csc, nil
 }
 
 // Coordinator implements sarama.Client with the coord client.

@@ -19,5 +19,12 @@ func TestGroupReadTimeoutOutlastsTheRebalanceTimeout(t *testing.T) {
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, sc.Net.ReadTimeout, g.cfg.RebalanceTimeout+5*time.Second, "rebalance timeout %s", g.cfg.RebalanceTimeout)
 		require.GreaterOrEqual(t, sc.Net.ReadTimeout, 30*time.Second, "never below sarama's default")
+		// The group's requests go through the split client's
+		// coordinator client: it must wait as long (it did not, and
+		// JoinGroups still timed out after 30 s).
+		csc, err := coordConfig(g.cfg.Config, sc)
+		require.NoError(t, err)
+		require.Equal(t, sc.Net.ReadTimeout, csc.Net.ReadTimeout, "rebalance timeout %s", g.cfg.RebalanceTimeout)
+		require.Equal(t, sc.Consumer.Group.Rebalance.Timeout, csc.Consumer.Group.Rebalance.Timeout)
 	}
 }
