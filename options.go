@@ -145,8 +145,8 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 func WithBadRecordPolicy(p BadRecordPolicy) Option { return func(c *config) { c.badRecords = p } }
 
 // WithErrorHandler receives the errors the application survives (a failed
-// offset commit or an aborted transaction, rewound to the committed
-// offsets; a consumer-group error followed by a rejoin). By default they are logged.
+// offset commit retried at the next epoch, an aborted transaction rewound
+// to the committed offsets, a consumer-group error followed by a rejoin). By default they are logged.
 func WithErrorHandler(fn func(error)) Option { return func(c *config) { c.onError = fn } }
 
 // WithSessionTimeout sets the consumer-group session timeout (Kafka's

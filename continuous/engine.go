@@ -25,8 +25,8 @@ type Config struct {
 	// punctuators.
 	EpochInterval time.Duration
 	// OnError receives the errors the engine survives: failed offset
-	// commits and aborted transactions (both rewound to the committed
-	// offsets), consumer-group errors. If nil they are logged.
+	// commits (retried next epoch), aborted transactions (rewound),
+	// consumer-group errors. If nil they are logged.
 	OnError func(error)
 	// EpochLog, if set, receives an entry per committed epoch: the epoch
 	// number and the next offset of every partition (the "write-after
@@ -245,8 +245,9 @@ func (e *Engine) rewindSignal() <-chan struct{} {
 
 // endEpoch fires the wall-clock punctuators and commits: everything the
 // tasks wrote since the last epoch together with the offsets of the records
-// they processed (see runtime.Commit). An aborted transaction, or a failed
-// at-least-once offset commit, rewinds.
+// they processed (see runtime.Commit). A failed at-least-once offset commit
+// is reported and carried by the next epoch; an aborted transaction
+// rewinds.
 func (e *Engine) endEpoch(ctx context.Context, s kafka.Session) error {
 	e.barrier.Lock()
 	defer e.barrier.Unlock()
@@ -267,6 +268,9 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session) error {
 	err := e.rt.Commit(ctx, pos, s)
 	took := time.Since(commitStart)
 	switch {
+	case errors.Is(err, runtime.ErrCommitLater):
+		e.report(fmt.Errorf("continuous: %w", err))
+		return nil
 	case errors.Is(err, runtime.ErrRewind):
 		return e.abortLocked(ctx, err)
 	case err != nil:

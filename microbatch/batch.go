@@ -152,7 +152,10 @@ func (e *Engine) runBatch(ctx context.Context, plan offsets.Plan, srcs map[offse
 	if err := e.rt.Tasks().Each(func(t *processor.Task) error { return t.PunctuateWallClock(now) }); err != nil {
 		return errors.Join(procErr, fmt.Errorf("microbatch: wall-clock punctuation: %w", err))
 	}
-	if err := e.commit(ctx, plan, srcs); err != nil {
+	switch err := e.commit(ctx, plan, srcs); {
+	case errors.Is(err, runtime.ErrCommitLater):
+		e.report(fmt.Errorf("microbatch: batch %d: %w", plan.Batch, err))
+	case err != nil:
 		return errors.Join(procErr, fmt.Errorf("microbatch: batch %d: %w", plan.Batch, err))
 	}
 	if procErr != nil {

@@ -16,8 +16,7 @@ import (
 // go back to the last committed offsets and drop its state — engines do
 // that by ending the group session (claims restart at the committed
 // offsets) and releasing the tasks (state is restored from the committed
-// changelog). Under at-least-once Commit returns it when the offset commit
-// fails.
+// changelog). Under at-least-once Commit never returns it.
 var ErrRewind = errors.New("runtime: epoch not committed; rewind to the committed offsets")
 
 // Positions are the next offsets to process, per partition.
@@ -29,14 +28,15 @@ type Positions map[offsets.TopicPartition]int64
 // At-least-once: the producer is flushed (every output acknowledged), then
 // the offsets are committed. A delivery failure is returned (fatal: the
 // offsets stay uncommitted, so a restart processes those records again); a
-// failed offset commit wraps ErrRewind. The usual cause is a member that
-// lost its partitions (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, a rebalance
-// in progress, a member stalled past its session timeout): its staged
-// state must not reach Badger with a checkpoint, or a later restore from
-// that checkpoint would skip the new owner's changelog records and resume
-// from stale state. So the state is dropped, the engine rewinds, and the
-// records are processed again from the committed offsets (duplicates in the
-// output, as at-least-once allows).
+// failed offset commit wraps ErrCommitLater: the engine reports it and the
+// next Commit carries the offsets. The staged state is then kept, not
+// applied: the usual cause is a rebalance, and a member that lost its
+// partitions (stalled past its session timeout, say) must not write its
+// state to Badger with a checkpoint taken after the new owner's changelog
+// records — a later restore from that checkpoint would skip them and
+// resume from stale state. A member that kept its partitions applies the
+// kept state with its next successful commit; one that lost them releases
+// the tasks, which drops it.
 //
 // Exactly-once: the open transaction commits with the offsets inside it
 // (see exactly_once.go); errors that abort it wrap ErrRewind.
@@ -66,7 +66,7 @@ func (r *Runtime) Commit(ctx context.Context, positions Positions, s kafka.Sessi
 		return err
 	}
 	if err != nil {
-		return err
+		return err // ErrCommitLater keeps the staged state for the next commit
 	}
 	return r.applyStaged(ctx)
 }
@@ -85,10 +85,15 @@ func (r *Runtime) commitKafka(ctx context.Context, positions Positions, s kafka.
 		s.MarkOffset(tp.Topic, tp.Partition, next)
 	}
 	if err := s.Commit(ctx); err != nil {
-		return fmt.Errorf("%w: commit offsets: %w", ErrRewind, err)
+		return fmt.Errorf("%w: %w", ErrCommitLater, err)
 	}
 	return nil
 }
+
+// ErrCommitLater wraps an at-least-once offset commit that failed after the
+// outputs were acknowledged: nothing is lost, the next commit carries the
+// offsets (and applies the state kept since).
+var ErrCommitLater = errors.New("runtime: offsets not committed; the next commit carries them")
 
 // Rewind ends a transaction that a Send doomed (an error wrapping
 // ErrRewind from Task.Process): it is aborted, or the producer re-created,
