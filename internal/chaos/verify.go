@@ -365,10 +365,19 @@ func groupOffsets(ctx context.Context, brokers []string, group, topic string) (m
 // (harmless: a restore replays the latest values again) and two dirs may
 // share a checkpoint with different contents. A dir behind its checkpoint
 // — state a restore would never repair — still fails.
+//
+// At-least-once checks the dir alone: there a member stalled past its
+// session timeout may write one commit's worth of stale changelog records
+// after the new owner's before it learns it was replaced (no fencing;
+// Kafka Streams' at_least_once has the same window, README), so a restore
+// that replays them is not promised to be exact — the owner's store is.
 func (v *verifier) stores(ctx context.Context, dirs []string, r *report) error {
-	tail, err := kafkatest.ReadStable(ctx, v.brokers, v.app+"-"+Store+"-changelog")
-	if err != nil {
-		return fmt.Errorf("chaos: read the changelog: %w", err)
+	var tail map[int32][]kafka.Record
+	if v.ordered {
+		var err error
+		if tail, err = kafkatest.ReadStable(ctx, v.brokers, v.app+"-"+Store+"-changelog"); err != nil {
+			return fmt.Errorf("chaos: read the changelog: %w", err)
+		}
 	}
 	var dbs []*badgerstore.DB
 	defer func() {
