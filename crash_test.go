@@ -204,6 +204,15 @@ func TestStalledMemberIsFenced(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
+	if raceEnabled {
+		// The woken member's transactional batches fail (fenced), and
+		// sarama v1.61.1 races with itself on that path
+		// (transactionManager.transitionTo via asyncProducer.retryBatch
+		// against publishTxnPartitions); the race detector in the child
+		// then fails it whatever weir does. Runs without -race (and the
+		// chaos suite stalls members on both brokers).
+		t.Skip("sarama's own data race on failed transactional batches (see comment)")
+	}
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
 		kafkatest.CreateTopic(t, env, in, 4)
