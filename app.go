@@ -158,7 +158,7 @@ func (a *App) runEngine(ctx context.Context, rt *runtime.Runtime) error {
 			return err
 		}
 		if err := rt.EnableExactlyOnce(ctx, a.cfg.applicationID+"-"+id); err != nil {
-			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			if runtime.Stopped(ctx, err) {
 				return nil // stopped while starting: nothing was processed
 			}
 			return err

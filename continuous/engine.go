@@ -92,7 +92,7 @@ func (e *Engine) Epochs() int64 { return e.epochs.Load() }
 // occurs. It returns after every goroutine it started has ended.
 func (e *Engine) Run(ctx context.Context) error {
 	if err := e.rt.Prepare(ctx); err != nil {
-		if stopped(ctx, err) {
+		if runtime.Stopped(ctx, err) {
 			return nil
 		}
 		return err
@@ -125,16 +125,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	if cause := context.Cause(runCtx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause
 	}
-	if err != nil && !stopped(ctx, err) {
+	if err != nil && !runtime.Stopped(ctx, err) {
 		return fmt.Errorf("continuous: %w", err)
 	}
 	return nil
-}
-
-// stopped reports an error that is only ctx ending: a stop, possibly while
-// starting or restoring, which Run reports as nil.
-func stopped(ctx context.Context, err error) bool {
-	return ctx.Err() != nil && errors.Is(err, ctx.Err())
 }
 
 // coordinate ends an epoch every interval until ctx is done.

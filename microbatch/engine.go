@@ -101,7 +101,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.rt.InterceptSinks(e.collect)
 	}
 	if err := e.rt.Prepare(ctx); err != nil {
-		if stopped(ctx, err) {
+		if runtime.Stopped(ctx, err) {
 			return nil
 		}
 		return err
@@ -125,16 +125,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	if cause := context.Cause(runCtx); loopErr == nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		loopErr = cause
 	}
-	if loopErr != nil && !stopped(ctx, loopErr) {
+	if loopErr != nil && !runtime.Stopped(ctx, loopErr) {
 		return fmt.Errorf("microbatch: %w", loopErr)
 	}
 	return nil
-}
-
-// stopped reports an error that is only ctx ending: a stop, possibly while
-// starting or restoring, which Run reports as nil.
-func stopped(ctx context.Context, err error) bool {
-	return ctx.Err() != nil && errors.Is(err, ctx.Err())
 }
 
 // claim registers a claimed partition with the batch loop and holds it

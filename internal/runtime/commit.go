@@ -109,3 +109,10 @@ func (r *Runtime) Rewind(ctx context.Context, cause error) error {
 	}
 	return nil
 }
+
+// Stopped reports an error that is only ctx ending: a stop, possibly while
+// starting, restoring or re-initialising, which the engines' Run (and the
+// App's) report as nil.
+func Stopped(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && errors.Is(err, ctx.Err())
+}
