@@ -164,7 +164,7 @@ func (e *Engine) claim(ctx context.Context, c kafka.Claim) error {
 		return fmt.Errorf("continuous: claimed topic %q is not read by the topology", c.Topic())
 	}
 	tasks := e.rt.Tasks()
-	task, err := tasks.Acquire(ctx, processor.TaskID{Subtopology: sub, Partition: c.Partition()})
+	task, err := tasks.Acquire(ctx, processor.TaskID{Subtopology: sub, Partition: c.Partition()}, c.GenerationID())
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,8 @@ type inspectStore struct {
 	Kind       string `json:"kind"`
 	Rows       int64  `json:"rows"`
 	Checkpoint *int64 `json:"checkpoint,omitempty"`
+	// Writer is the writer generation recorded with the checkpoint.
+	Writer int32 `json:"writer,omitempty"`
 }
 
 func openStores(dir string) (*badgerstore.DB, error) {
@@ -86,7 +88,7 @@ func runInspectStores(_ context.Context, args []string, stdout, stderr io.Writer
 	for _, s := range stats {
 		is := inspectStore{Store: s.Store, Partition: s.Partition, Kind: s.Kind.String(), Rows: s.Rows}
 		if s.HasCheckpoint {
-			is.Checkpoint = &s.Checkpoint
+			is.Checkpoint, is.Writer = &s.Checkpoint, s.Writer
 		}
 		out = append(out, is)
 	}
@@ -102,6 +104,9 @@ func runInspectStores(_ context.Context, args []string, stdout, stderr io.Writer
 		cp := "no checkpoint"
 		if s.Checkpoint != nil {
 			cp = fmt.Sprintf("changelog checkpoint %d", *s.Checkpoint)
+			if s.Writer != 0 {
+				cp += fmt.Sprintf(" (writer generation %d)", s.Writer)
+			}
 		}
 		fmt.Fprintf(stdout, "store %s partition %d  %s  %d rows  %s\n", s.Store, s.Partition, s.Kind, s.Rows, cp)
 	}

@@ -28,7 +28,7 @@ func TestInspectStoresAndGet(t *testing.T) {
 		{Store: "counts", Partition: p, Kind: statestore.KindKeyValue, Key: []byte("stream"), Value: count},
 		{Store: "per-minute", Partition: 1, Kind: statestore.KindWindow,
 			Key: statestore.EncodeWindowKey([]byte("ann"), time.UnixMilli(60_000)), Value: []byte("3 clicks")},
-	}, map[badgerstore.StorePartition]int64{{Store: "counts", Partition: p}: 42}))
+	}, map[badgerstore.StorePartition]badgerstore.Position{{Store: "counts", Partition: p}: {Offset: 42}}))
 	require.NoError(t, db.Close())
 	ctx := context.Background()
 

@@ -39,7 +39,7 @@ func TestOutputNotSentIsNotABadRecord(t *testing.T) {
 		defer func() { require.NoError(t, rt.Close()) }()
 		ctx := context.Background()
 		require.NoError(t, rt.Prepare(ctx))
-		task, err := rt.Tasks().Acquire(ctx, processor.TaskID{Subtopology: 0, Partition: 0})
+		task, err := rt.Tasks().Acquire(ctx, processor.TaskID{Subtopology: 0, Partition: 0}, 1)
 		require.NoError(t, err)
 
 		stopped, cancel := context.WithCancel(ctx)

@@ -103,12 +103,12 @@ func (r *Runtime) runStandbys(ctx context.Context) {
 					if !r.standby.follow(sp) {
 						continue
 					}
-					n, err := r.catchUp(ctx, spec, p)
+					c, err := r.catchUp(ctx, spec, p)
 					r.standby.done(sp)
 					if err != nil && ctx.Err() == nil {
 						r.log.Warn("weir: standby catch-up failed; retrying", "store", spec.Name, "partition", p, "err", err)
-					} else if n > 0 {
-						r.log.Debug("weir: standby caught up", "store", spec.Name, "partition", p, "records", n)
+					} else if c.applied > 0 || c.skipped > 0 {
+						r.log.Debug("weir: standby caught up", "store", spec.Name, "partition", p, "records", c.applied, "skipped_stale", c.skipped)
 					}
 				}
 			}

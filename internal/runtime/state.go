@@ -92,67 +92,84 @@ type stagedStore struct {
 const restoreBatch = 4096
 
 // restore brings the Badger store of spec up to the end of its changelog
-// partition (see catchUp) before the task runs on it.
+// partition (see catchUp) before the task runs on it, and raises the
+// task's writer generation to the newest the changelog holds.
 func (t *Task) restore(ctx context.Context, spec statestore.Spec) error {
-	n, err := t.rt.catchUp(ctx, spec, t.id.Partition)
+	c, err := t.rt.catchUp(ctx, spec, t.id.Partition)
 	if err != nil {
 		return fmt.Errorf("runtime: restore %q of task %s: %w", spec.Name, t.id, err)
 	}
-	if n > 0 {
-		t.rt.log.Info("weir: restored store", "store", spec.Name, "task", t.id.String(), "records", n)
+	t.writer = max(t.writer, c.writer)
+	if c.applied > 0 || c.skipped > 0 {
+		t.rt.log.Info("weir: restored store", "store", spec.Name, "task", t.id.String(), "records", c.applied,
+			"skipped_stale", c.skipped)
 	}
 	return nil
 }
 
+// caughtUp is what one catchUp did.
+type caughtUp struct {
+	applied int
+	// skipped counts the records of replaced writers it skipped (see
+	// writer.go).
+	skipped int
+	// writer is the newest writer generation of the partition's changelog
+	// up to where it read (from the checkpoint on).
+	writer int32
+}
+
 // catchUp applies the changelog partition of a store to its Badger rows,
 // from its checkpoint — or, without one, from the changelog's start after
-// wiping whatever the partition held — to the changelog's end, and returns
-// how many records it applied. Tasks do it before they run; standbys do it
-// all along for the partitions other instances run.
-func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32) (int, error) {
+// wiping whatever the partition held — to the changelog's end, skipping the
+// records of replaced writers (see writer.go). Tasks do it before they run;
+// standbys do it all along for the partitions other instances run.
+func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32) (caughtUp, error) {
 	db := r.db
 	topic := processor.ChangelogTopic(spec.Name).Resolve(r.cfg.ApplicationID)
 	from, ok, err := db.Checkpoint(spec.Name, p)
 	if err != nil {
-		return 0, err
+		return caughtUp{}, err
 	}
 	ends, err := r.EndOffsets(ctx, topic, []int32{p})
 	if err != nil {
-		return 0, err
+		return caughtUp{}, err
 	}
 	to := ends[p]
-	if ok && from > to {
+	if ok && from.Offset > to {
 		// The changelog is shorter than the checkpoint: it was deleted and
 		// created again, or the state dir belongs to another cluster.
 		r.log.Warn("weir: store checkpoint is past its changelog's end; restoring from scratch",
-			"store", spec.Name, "partition", p, "checkpoint", from, "end", to)
+			"store", spec.Name, "partition", p, "checkpoint", from.Offset, "end", to)
 		ok = false
 	}
 	if !ok {
 		if err := db.DropPartition(spec.Name, p); err != nil {
-			return 0, err
+			return caughtUp{}, err
 		}
 		starts, err := r.admin.StartOffsets(ctx, topic, []int32{p})
 		if err != nil {
-			return 0, err
+			return caughtUp{}, err
 		}
-		from = starts[p]
+		from = badgerstore.Position{Offset: starts[p]}
 	}
-	if ok && from == to {
-		return 0, nil
+	filter := writerFilter{newest: from.Writer}
+	if ok && from.Offset == to {
+		return caughtUp{writer: from.Writer}, nil
 	}
 	sp := badgerstore.StorePartition{Store: spec.Name, Partition: p}
 	var batch []badgerstore.Change
 	flush := func(next int64) error {
-		err := db.Apply(batch, map[badgerstore.StorePartition]int64{sp: next})
+		err := db.Apply(batch, map[badgerstore.StorePartition]badgerstore.Position{sp: {Offset: next, Writer: filter.newest}})
 		r.stats.Restored.Add(int64(len(batch)))
 		batch = batch[:0]
 		return err
 	}
 	n := 0
-	err = r.admin.ReadRange(ctx, topic, p, from, to, r.readCommitted, func(rec kafka.Record) error {
-		n++
-		batch = append(batch, badgerstore.Change{Store: spec.Name, Partition: p, Kind: spec.Kind, Key: rec.Key, Value: rec.Value})
+	err = r.admin.ReadRange(ctx, topic, p, from.Offset, to, r.readCommitted, func(rec kafka.Record) error {
+		if filter.keep(rec.Headers) {
+			n++
+			batch = append(batch, badgerstore.Change{Store: spec.Name, Partition: p, Kind: spec.Kind, Key: rec.Key, Value: rec.Value})
+		}
 		if len(batch) >= restoreBatch {
 			return flush(rec.Offset + 1)
 		}
@@ -161,7 +178,7 @@ func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32) (i
 	if err == nil {
 		err = flush(to)
 	}
-	return n, err
+	return caughtUp{applied: n, skipped: filter.skipped, writer: filter.newest}, err
 }
 
 // EndOffsets returns how far the partitions can be read now: the last
@@ -178,8 +195,9 @@ func (r *Runtime) EndOffsets(ctx context.Context, topic string, partitions []int
 // changelog checkpoints of the partitions written, after a Kafka commit.
 func (r *Runtime) applyStaged(ctx context.Context) error {
 	var changes []badgerstore.Change
-	dirty := map[string][]int32{} // changelog topic -> partitions
-	stores := map[string]string{} // changelog topic -> store
+	dirty := map[string][]int32{}                     // changelog topic -> partitions
+	stores := map[string]string{}                     // changelog topic -> store
+	writers := map[badgerstore.StorePartition]int32{} // their writer generations
 	var written []stagedStore
 	err := r.tasks.eachTask(func(t *Task) error {
 		for _, st := range t.staged {
@@ -198,6 +216,7 @@ func (r *Runtime) applyStaged(ctx context.Context) error {
 				topic := processor.ChangelogTopic(st.spec.Name).Resolve(r.cfg.ApplicationID)
 				dirty[topic] = append(dirty[topic], t.id.Partition)
 				stores[topic] = st.spec.Name
+				writers[badgerstore.StorePartition{Store: st.spec.Name, Partition: t.id.Partition}] = t.writer
 			}
 		}
 		return nil
@@ -205,14 +224,15 @@ func (r *Runtime) applyStaged(ctx context.Context) error {
 	if err != nil || len(written) == 0 {
 		return err
 	}
-	checkpoints := map[badgerstore.StorePartition]int64{}
+	checkpoints := map[badgerstore.StorePartition]badgerstore.Position{}
 	for topic, parts := range dirty {
 		ends, err := r.EndOffsets(ctx, topic, parts)
 		if err != nil {
 			return fmt.Errorf("runtime: checkpoint %q: %w", topic, err)
 		}
 		for p, end := range ends {
-			checkpoints[badgerstore.StorePartition{Store: stores[topic], Partition: p}] = end
+			sp := badgerstore.StorePartition{Store: stores[topic], Partition: p}
+			checkpoints[sp] = badgerstore.Position{Offset: end, Writer: writers[sp]}
 		}
 	}
 	if err := r.db.Apply(changes, checkpoints); err != nil {

@@ -39,15 +39,20 @@ type Task struct {
 	staged []stagedStore
 	owned  []badgerstore.StorePartition // store partitions this task holds
 	ctx    context.Context              // of the Process call in progress, for emits
+	// writer is the generation stamped on the task's changelog records
+	// (see writer.go): the group generation it was acquired in, or the
+	// newest its restore saw if that is newer. Set before ready closes.
+	writer int32
 }
 
 // Acquire returns the task id, creating and restoring it if this is its
-// first claim. Every successful Acquire must be paired with a Release.
-func (ts *Tasks) Acquire(ctx context.Context, id processor.TaskID) (*Task, error) {
+// first claim; generation is the group generation of the claim's session.
+// Every successful Acquire must be paired with a Release.
+func (ts *Tasks) Acquire(ctx context.Context, id processor.TaskID, generation int32) (*Task, error) {
 	ts.mu.Lock()
 	t, ok := ts.m[id]
 	if !ok {
-		t = &Task{id: id, rt: ts.rt, ready: make(chan struct{})}
+		t = &Task{id: id, rt: ts.rt, ready: make(chan struct{}), writer: max(generation, 0)}
 		ts.m[id] = t
 	}
 	t.refs++
@@ -203,6 +208,9 @@ func (t *Task) emit(o processor.Output) error {
 		Headers: toKafkaHeaders(o.Headers), Timestamp: o.Timestamp,
 	}
 	var err error
+	if o.Kind == processor.OutputChangelog {
+		rec.Headers = append(rec.Headers, writerHeader(t.writer))
+	}
 	if o.Kind == processor.OutputSink && t.rt.sinks != nil {
 		err = t.rt.sinks(ctx, rec)
 	} else {

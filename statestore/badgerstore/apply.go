@@ -33,11 +33,25 @@ type StorePartition struct {
 	Partition int32
 }
 
+// Position is a store partition's changelog checkpoint: how far its
+// committed state reflects its changelog.
+type Position struct {
+	// Offset is the changelog offset up to which the state reflects the
+	// changelog — the engine picks the convention, such as the offset of
+	// the next record to restore from.
+	Offset int64
+	// Writer is the highest writer generation among the changelog records
+	// applied so far (0 if none carried one): a restore that goes on from
+	// this checkpoint skips records of older writers (weir's runtime stamps
+	// every changelog record with its task's generation, so that a replaced
+	// owner's late records are not restored).
+	Writer int32
+}
+
 // Apply writes changes and checkpoints: for each store partition in
-// checkpoints, the changelog offset up to which its state now reflects the
-// changelog — the engine picks the convention, such as the offset of the
-// next record to restore from. A later change of a key wins over an earlier
-// one; store partitions that have no change may still get a checkpoint.
+// checkpoints, the position up to which its state now reflects the
+// changelog. A later change of a key wins over an earlier one; store
+// partitions that have no change may still get a checkpoint.
 //
 // Apply validates everything first and writes nothing if an argument is
 // invalid (an error wrapping ErrInvalid, or statestore.ErrInvalidSession for
@@ -50,7 +64,7 @@ type StorePartition struct {
 // crash in between leaves some changes of the set applied under the old
 // checkpoints; restoring from them replays the changelog over those rows,
 // which rewrites them with the same values, so the state is still exact.
-func (db *DB) Apply(changes []Change, checkpoints map[StorePartition]int64) error {
+func (db *DB) Apply(changes []Change, checkpoints map[StorePartition]Position) error {
 	if err := db.acquire(); err != nil {
 		return err
 	}
@@ -77,17 +91,14 @@ func (db *DB) Apply(changes []Change, checkpoints map[StorePartition]int64) erro
 		}
 	}
 	ckpts := make([]op, 0, len(checkpoints))
-	for sp, offset := range checkpoints {
+	for sp, pos := range checkpoints {
 		if err := validateName(sp.Store); err != nil {
 			return fmt.Errorf("badgerstore: apply: checkpoint: %w", err)
 		}
-		if offset < 0 {
-			return fmt.Errorf("badgerstore: apply: %w: negative checkpoint %d for store %q partition %d", ErrInvalid, offset, sp.Store, sp.Partition)
+		if pos.Offset < 0 || pos.Writer < 0 {
+			return fmt.Errorf("badgerstore: apply: %w: negative checkpoint %+v for store %q partition %d", ErrInvalid, pos, sp.Store, sp.Partition)
 		}
-		ckpts = append(ckpts, op{
-			key:   metaKey(metaCheckpoint, sp.Store, sp.Partition),
-			value: binary.BigEndian.AppendUint64(nil, uint64(offset)),
-		})
+		ckpts = append(ckpts, op{key: metaKey(metaCheckpoint, sp.Store, sp.Partition), value: encodePosition(pos)})
 	}
 
 	rows := append(marks, data...)
@@ -149,14 +160,14 @@ func changeOps(changes []Change) ([]op, map[StorePartition]statestore.Kind, erro
 	return ops, kinds, nil
 }
 
-// Checkpoint returns the changelog offset recorded for the store partition
-// by the last Apply that named it, and whether there is one: the offset up
-// to which the store's committed state reflects its changelog. None means
-// the state cannot be trusted: wipe it with DropPartition and restore the
-// whole changelog.
-func (db *DB) Checkpoint(store string, partition int32) (offset int64, ok bool, err error) {
+// Checkpoint returns the changelog position recorded for the store
+// partition by the last Apply that named it, and whether there is one: the
+// offset up to which the store's committed state reflects its changelog,
+// and the newest writer generation applied. None means the state cannot be
+// trusted: wipe it with DropPartition and restore the whole changelog.
+func (db *DB) Checkpoint(store string, partition int32) (pos Position, ok bool, err error) {
 	if err := validateName(store); err != nil {
-		return 0, false, fmt.Errorf("badgerstore: checkpoint: %w", err)
+		return Position{}, false, fmt.Errorf("badgerstore: checkpoint: %w", err)
 	}
 	key := metaKey(metaCheckpoint, store, partition)
 	err = db.view(func(txn *badger.Txn) error {
@@ -168,17 +179,41 @@ func (db *DB) Checkpoint(store string, partition int32) (offset int64, ok bool, 
 			return err
 		}
 		return item.Value(func(v []byte) error {
-			if len(v) != 8 || int64(binary.BigEndian.Uint64(v)) < 0 {
+			pos, ok = decodePosition(v)
+			if !ok {
 				return fmt.Errorf("%w: checkpoint %v", ErrCorrupt, v)
 			}
-			offset, ok = int64(binary.BigEndian.Uint64(v)), true
 			return nil
 		})
 	})
 	if err != nil {
-		return 0, false, fmt.Errorf("badgerstore: checkpoint of store %q partition %d: %w", store, partition, err)
+		return Position{}, false, fmt.Errorf("badgerstore: checkpoint of store %q partition %d: %w", store, partition, err)
 	}
-	return offset, ok, nil
+	return pos, ok, nil
+}
+
+// encodePosition is a checkpoint's value: the offset (8 bytes, big
+// endian), then the writer generation (4 bytes) if it is not 0 — so a
+// checkpoint without one reads as databases before writer generations
+// wrote it.
+func encodePosition(p Position) []byte {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 12), uint64(p.Offset))
+	if p.Writer != 0 {
+		b = binary.BigEndian.AppendUint32(b, uint32(p.Writer))
+	}
+	return b
+}
+
+// decodePosition reads encodePosition's value; false if it is not one.
+func decodePosition(v []byte) (Position, bool) {
+	if len(v) != 8 && len(v) != 12 {
+		return Position{}, false
+	}
+	p := Position{Offset: int64(binary.BigEndian.Uint64(v))}
+	if len(v) == 12 {
+		p.Writer = int32(binary.BigEndian.Uint32(v[8:]))
+	}
+	return p, p.Offset >= 0 && p.Writer >= 0
 }
 
 // DropPartition deletes every row of the store partition, its checkpoint

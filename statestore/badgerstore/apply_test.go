@@ -29,7 +29,7 @@ func TestApplyAtomicAndPersistent(t *testing.T) {
 		{Store: "wins", Partition: 1, Kind: statestore.KindWindow, Key: statestore.EncodeWindowKey([]byte("k"), ms(10)), Value: []byte("w")},
 		{Store: "sess", Partition: 1, Kind: statestore.KindSession, Key: statestore.EncodeSessionKey([]byte("k"), ms(1), ms(5)), Value: []byte("s")},
 	}
-	checkpoints := map[sp]int64{{Store: "counts", Partition: 0}: 42, {Store: "wins", Partition: 1}: 7, {Store: "sess", Partition: 1}: 0}
+	checkpoints := map[sp]badgerstore.Position{{Store: "counts", Partition: 0}: {Offset: 42}, {Store: "wins", Partition: 1}: {Offset: 7}, {Store: "sess", Partition: 1}: {Offset: 0}}
 	require.NoError(t, db.Apply(changes, checkpoints))
 
 	// Visible at once to open handles.
@@ -39,7 +39,7 @@ func TestApplyAtomicAndPersistent(t *testing.T) {
 	db, err = badgerstore.Open(dir, badgerstore.Options{})
 	require.NoError(t, err)
 	defer db.Close()
-	for store, want := range map[sp]int64{{Store: "counts", Partition: 0}: 42, {Store: "wins", Partition: 1}: 7, {Store: "sess", Partition: 1}: 0} {
+	for store, want := range map[sp]badgerstore.Position{{Store: "counts", Partition: 0}: {Offset: 42}, {Store: "wins", Partition: 1}: {Offset: 7}, {Store: "sess", Partition: 1}: {Offset: 0}} {
 		offset, ok, err := db.Checkpoint(store.Store, store.Partition)
 		require.NoError(t, err)
 		require.True(t, ok, store)
@@ -62,7 +62,7 @@ func TestApplyValidatesFirst(t *testing.T) {
 	db := openTestDB(t, badgerstore.Options{})
 	openWindow(t, db, "wins", 0)
 	good := badgerstore.Change{Store: "kv", Partition: 0, Kind: statestore.KindKeyValue, Key: []byte("a"), Value: []byte("1")}
-	ckpt := map[sp]int64{{Store: "kv", Partition: 0}: 5}
+	ckpt := map[sp]badgerstore.Position{{Store: "kv", Partition: 0}: {Offset: 5}}
 	for name, bad := range map[string]badgerstore.Change{
 		"empty name":    {Store: "", Kind: statestore.KindKeyValue, Key: []byte("a")},
 		"unknown kind":  {Store: "x", Kind: statestore.Kind(9), Key: []byte("a")},
@@ -78,8 +78,8 @@ func TestApplyValidatesFirst(t *testing.T) {
 		Store: "s", Kind: statestore.KindSession, Key: statestore.EncodeSessionKey([]byte("k"), ms(5), ms(1)), Value: []byte("x"),
 	}}, ckpt)
 	require.ErrorIs(t, err, statestore.ErrInvalidSession)
-	require.ErrorIs(t, db.Apply(nil, map[sp]int64{{Store: "kv"}: -1}), badgerstore.ErrInvalid)
-	require.ErrorIs(t, db.Apply(nil, map[sp]int64{{Store: "a\x00b"}: 1}), badgerstore.ErrInvalid)
+	require.ErrorIs(t, db.Apply(nil, map[sp]badgerstore.Position{{Store: "kv"}: {Offset: -1}}), badgerstore.ErrInvalid)
+	require.ErrorIs(t, db.Apply(nil, map[sp]badgerstore.Position{{Store: "a\x00b"}: {Offset: 1}}), badgerstore.ErrInvalid)
 
 	// Nothing was written.
 	_, ok, err := db.Checkpoint("kv", 0)
@@ -107,7 +107,7 @@ func TestApplyLarge(t *testing.T) {
 			Key: statestore.EncodeWindowKey(fmt.Appendf(nil, "key-%06d", i), ms(int64(i%10))), Value: value,
 		})
 	}
-	require.NoError(t, db.Apply(changes, map[sp]int64{{Store: "big", Partition: 2}: n}))
+	require.NoError(t, db.Apply(changes, map[sp]badgerstore.Position{{Store: "big", Partition: 2}: {Offset: n}}))
 	require.Contains(t, logged.String(), "apply split over several transactions")
 	require.NoError(t, db.Close())
 
@@ -117,7 +117,7 @@ func TestApplyLarge(t *testing.T) {
 	offset, ok, err := db.Checkpoint("big", 2)
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.EqualValues(t, n, offset)
+	require.EqualValues(t, n, offset.Offset)
 	stats, err := db.Stats()
 	require.NoError(t, err)
 	require.Equal(t, []badgerstore.StoreStats{{Store: "big", Partition: 2, Kind: statestore.KindWindow, Rows: n, Checkpoint: n, HasCheckpoint: true}}, stats)
@@ -135,7 +135,7 @@ func TestDropPartition(t *testing.T) {
 	fillKV(t, kv1, "c")
 	w0 := openWindow(t, db, "kv-w", 0)
 	fillWindows(t, w0, win{"a", 1, "x"})
-	require.NoError(t, db.Apply(nil, map[sp]int64{{Store: "kv", Partition: 0}: 3, {Store: "kv", Partition: 1}: 4}))
+	require.NoError(t, db.Apply(nil, map[sp]badgerstore.Position{{Store: "kv", Partition: 0}: {Offset: 3}, {Store: "kv", Partition: 1}: {Offset: 4}}))
 	open, err := kv0.Range(nil, nil)
 	require.NoError(t, err)
 	require.True(t, open.Next())
@@ -154,7 +154,7 @@ func TestDropPartition(t *testing.T) {
 	offset, ok, err := db.Checkpoint("kv", 1)
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.EqualValues(t, 4, offset)
+	require.EqualValues(t, 4, offset.Offset)
 
 	// The handle still works, and the partition may be reopened.
 	require.NoError(t, kv0.Put([]byte("z"), []byte("1")))
@@ -174,7 +174,7 @@ func TestStatsAndGet(t *testing.T) {
 	fillWindows(t, openWindow(t, db, "a-win", 0), win{"k", 1, "x"}, win{"k", 2, "y"})
 	fillSessions(t, openSession(t, db, "c-sess", 0), sess{"k", 1, 2, "s"})
 	openKV(t, db, "empty", 0)
-	require.NoError(t, db.Apply(nil, map[sp]int64{{Store: "b-kv", Partition: 1}: 9, {Store: "orphan", Partition: 0}: 1}))
+	require.NoError(t, db.Apply(nil, map[sp]badgerstore.Position{{Store: "b-kv", Partition: 1}: {Offset: 9}, {Store: "orphan", Partition: 0}: {Offset: 1}}))
 
 	stats, err = db.Stats()
 	require.NoError(t, err)
@@ -229,4 +229,30 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+func TestCheckpointKeepsTheWriterGeneration(t *testing.T) {
+	dir := t.TempDir()
+	db, err := badgerstore.Open(dir, badgerstore.Options{})
+	require.NoError(t, err)
+	require.NoError(t, db.Apply(nil, map[sp]badgerstore.Position{{Store: "kv", Partition: 0}: {Offset: 9, Writer: 12}, {Store: "kv", Partition: 1}: {Offset: 3}}))
+	require.ErrorIs(t, db.Apply(nil, map[sp]badgerstore.Position{{Store: "kv"}: {Offset: 1, Writer: -1}}), badgerstore.ErrInvalid)
+	require.NoError(t, db.Close())
+
+	db, err = badgerstore.Open(dir, badgerstore.Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer db.Close()
+	pos, ok, err := db.Checkpoint("kv", 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, badgerstore.Position{Offset: 9, Writer: 12}, pos)
+	pos, ok, err = db.Checkpoint("kv", 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, badgerstore.Position{Offset: 3}, pos, "a checkpoint without a writer generation reads as before")
+	stats, err := db.Stats()
+	require.NoError(t, err)
+	require.Len(t, stats, 2)
+	require.Equal(t, int32(12), stats[0].Writer)
+	require.Equal(t, int64(9), stats[0].Checkpoint)
 }

@@ -74,7 +74,7 @@ func BenchmarkApply1000(b *testing.B) {
 	db, _ := benchKV(b)
 	value := make([]byte, 64)
 	changes := make([]badgerstore.Change, 1000)
-	checkpoints := map[badgerstore.StorePartition]int64{{Store: "bench"}: 0, {Store: "wins"}: 0}
+	checkpoints := map[badgerstore.StorePartition]badgerstore.Position{{Store: "bench"}: {Offset: 0}, {Store: "wins"}: {Offset: 0}}
 	b.ReportAllocs()
 	epoch := uint64(0)
 	for b.Loop() {
@@ -87,8 +87,8 @@ func BenchmarkApply1000(b *testing.B) {
 					Key: statestore.EncodeWindowKey(benchKey(nil, n), ms(int64(epoch))), Value: value}
 			}
 		}
-		checkpoints[badgerstore.StorePartition{Store: "bench"}] = int64(epoch)
-		checkpoints[badgerstore.StorePartition{Store: "wins"}] = int64(epoch)
+		checkpoints[badgerstore.StorePartition{Store: "bench"}] = badgerstore.Position{Offset: int64(epoch)}
+		checkpoints[badgerstore.StorePartition{Store: "wins"}] = badgerstore.Position{Offset: int64(epoch)}
 		if err := db.Apply(changes, checkpoints); err != nil {
 			b.Fatal(err)
 		}

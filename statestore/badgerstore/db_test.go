@@ -146,7 +146,7 @@ func TestReadOnly(t *testing.T) {
 	db, err := badgerstore.Open(dir, badgerstore.Options{})
 	require.NoError(t, err)
 	fillKV(t, openKV(t, db, "kv", 0), "a", "b")
-	require.NoError(t, db.Apply(nil, map[badgerstore.StorePartition]int64{{Store: "kv", Partition: 0}: 7}))
+	require.NoError(t, db.Apply(nil, map[badgerstore.StorePartition]badgerstore.Position{{Store: "kv", Partition: 0}: {Offset: 7}}))
 	require.NoError(t, db.Close())
 
 	ro, err := badgerstore.Open(dir, badgerstore.Options{ReadOnly: true})
@@ -160,7 +160,7 @@ func TestReadOnly(t *testing.T) {
 	offset, ok, err := ro.Checkpoint("kv", 0)
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.EqualValues(t, 7, offset)
+	require.EqualValues(t, 7, offset.Offset)
 	v, ok, err := ro.Get("kv", 0, []byte("a"))
 	require.NoError(t, err)
 	require.True(t, ok)

@@ -15,7 +15,7 @@
 //
 //	// On assignment: open the task's stores, restore from the checkpoint.
 //	s, err := db.Factory().Open(statestore.Spec{Name: "counts", Kind: statestore.KindKeyValue}, partition)
-//	from, ok, err := db.Checkpoint("counts", partition) // !ok: wipe with DropPartition, restore from the start
+//	from, ok, err := db.Checkpoint("counts", partition) // !ok: wipe with DropPartition, restore from the start; else from from.Offset
 //	overlay, err := statestore.NewStagedKeyValue(s.(statestore.KeyValueStore), 64<<20)
 //
 //	// Processors write the overlay; interactive queries read overlay.Base().
@@ -26,7 +26,7 @@
 //		changes = append(changes, badgerstore.Change{Store: "counts", Partition: partition,
 //			Kind: statestore.KindKeyValue, Key: c.Key, Value: c.Value})
 //	}
-//	err = db.Apply(changes, map[badgerstore.StorePartition]int64{{Store: "counts", Partition: partition}: nextOffset})
+//	err = db.Apply(changes, map[badgerstore.StorePartition]badgerstore.Position{{Store: "counts", Partition: partition}: {Offset: nextOffset}})
 //	overlay.Reset()
 //	// After an abort: overlay.Reset() alone — nothing to wipe or restore.
 //

@@ -47,7 +47,7 @@ func Example() {
 		changes = append(changes, badgerstore.Change{Store: "counts", Partition: partition,
 			Kind: statestore.KindKeyValue, Key: c.Key, Value: c.Value})
 	}
-	checkpoint := map[badgerstore.StorePartition]int64{{Store: "counts", Partition: partition}: 1}
+	checkpoint := map[badgerstore.StorePartition]badgerstore.Position{{Store: "counts", Partition: partition}: {Offset: 1}}
 	if err := db.Apply(changes, checkpoint); err != nil {
 		fmt.Println(err)
 		return
@@ -62,8 +62,8 @@ func Example() {
 	overlay.Reset()
 
 	v, _, _ = overlay.Get([]byte("hello"))
-	offset, _, _ := db.Checkpoint("counts", partition)
-	fmt.Printf("after the abort: %s, restore from changelog offset %d\n", v, offset)
+	pos, _, _ := db.Checkpoint("counts", partition)
+	fmt.Printf("after the abort: %s, restore from changelog offset %d\n", v, pos.Offset)
 	stats, _ := db.Stats()
 	fmt.Printf("%s/%d: %d rows\n", stats[0].Store, stats[0].Partition, stats[0].Rows)
 	// Output:

@@ -96,7 +96,7 @@ func TestConcurrentReadersDuringWrites(t *testing.T) {
 				{Store: "kv", Kind: statestore.KindKeyValue, Key: key(i * 3), Value: key(i * 3)},
 				{Store: "w", Kind: statestore.KindWindow, Key: statestore.EncodeWindowKey(key(i), ms(int64(i))), Value: key(i)},
 			}
-			assert.NoError(t, db.Apply(changes, map[sp]int64{{Store: "kv"}: int64(i), {Store: "w"}: int64(i)}))
+			assert.NoError(t, db.Apply(changes, map[sp]badgerstore.Position{{Store: "kv"}: {Offset: int64(i)}, {Store: "w"}: {Offset: int64(i)}}))
 		}
 	}()
 	writersWG.Wait()
@@ -106,7 +106,7 @@ func TestConcurrentReadersDuringWrites(t *testing.T) {
 	offset, ok, err := db.Checkpoint("kv", 0)
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.EqualValues(t, writes/10-1, offset)
+	require.EqualValues(t, writes/10-1, offset.Offset)
 }
 
 // TestCloseWhileIterating closes the database while goroutines iterate:

@@ -122,14 +122,14 @@ func TestStagedEpochsOnBadger(t *testing.T) {
 		case op < 95:
 			// Commit the epoch: one Apply for every store.
 			var changes []badgerstore.Change
-			checkpoints := map[sp]int64{}
+			checkpoints := map[sp]badgerstore.Position{}
 			for _, o := range overlays {
 				staged, err := o.Changes()
 				require.NoError(t, err)
 				for _, c := range staged {
 					changes = append(changes, badgerstore.Change{Store: o.Name(), Partition: partition, Kind: o.Kind(), Key: c.Key, Value: c.Value})
 				}
-				checkpoints[sp{Store: o.Name(), Partition: partition}] = offset
+				checkpoints[sp{Store: o.Name(), Partition: partition}] = badgerstore.Position{Offset: offset}
 			}
 			require.NoError(t, db.Apply(changes, checkpoints))
 			for _, o := range overlays {

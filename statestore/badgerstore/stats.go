@@ -2,7 +2,6 @@ package badgerstore
 
 import (
 	"cmp"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -22,8 +21,10 @@ type StoreStats struct {
 	Kind statestore.Kind
 	// Rows is the number of entries: keys, windows or sessions.
 	Rows int64
-	// Checkpoint is the recorded changelog offset, if HasCheckpoint.
+	// Checkpoint is the recorded changelog offset and Writer the writer
+	// generation recorded with it (see Position), if HasCheckpoint.
 	Checkpoint    int64
+	Writer        int32
 	HasCheckpoint bool
 }
 
@@ -56,11 +57,12 @@ func (db *DB) Stats() ([]StoreStats, error) {
 			return err
 		}
 		if err := scanMeta(txn, metaCheckpoint, func(name string, partition int32, v []byte) error {
-			if len(v) != 8 {
+			pos, ok := decodePosition(v)
+			if !ok {
 				return fmt.Errorf("%w: checkpoint of store %q partition %d: %v", ErrCorrupt, name, partition, v)
 			}
 			s := stat(name, partition)
-			s.Checkpoint, s.HasCheckpoint = int64(binary.BigEndian.Uint64(v)), true
+			s.Checkpoint, s.Writer, s.HasCheckpoint = pos.Offset, pos.Writer, true
 			return nil
 		}); err != nil {
 			return err
