@@ -16,7 +16,9 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/microbatch"
+	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/serde"
 	"github.com/weirstream/weir/statestore/badgerstore"
 )
@@ -48,6 +50,12 @@ func TestCrashChild(t *testing.T) {
 	if env("MODE") == "micro-batch" {
 		opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: 50}))
 	}
+	if env("GUARANTEE") == "at-least-once" {
+		opts = append(opts, weir.WithGuarantee(weir.AtLeastOnce))
+	}
+	if d, err := time.ParseDuration(env("EPOCH")); err == nil {
+		opts = append(opts, weir.WithEpochInterval(d))
+	}
 	app, err := weir.New(wordCountTopology(t, env("IN"), env("OUT")), opts...)
 	require.NoError(t, err)
 	ctx, stop := signalContext()
@@ -76,7 +84,7 @@ func (c *child) wait(d time.Duration) bool {
 	return c.exited
 }
 
-func startChild(t *testing.T, env *kafkatest.Env, mode, appID, in, out, stateDir string) *child {
+func startChild(t *testing.T, env *kafkatest.Env, mode, appID, in, out, stateDir string, extraEnv ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(),
@@ -85,6 +93,7 @@ func startChild(t *testing.T, env *kafkatest.Env, mode, appID, in, out, stateDir
 		"WEIR_CHILD_APP="+appID, "WEIR_CHILD_IN="+in, "WEIR_CHILD_OUT="+out,
 		"WEIR_CHILD_STATE_DIR="+stateDir, "WEIR_CHILD_MODE="+mode,
 	)
+	cmd.Env = append(cmd.Env, extraEnv...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	require.NoError(t, cmd.Start())
 	c := &child{cmd: cmd, done: make(chan error, 1)}
@@ -241,4 +250,75 @@ func TestStalledMemberIsFenced(t *testing.T) {
 		a.stop(t)
 		b.stop(t)
 	})
+}
+
+// Under at-least-once nothing fences a member stalled past its session
+// timeout: when it wakes up it still holds an open epoch of state changes.
+// It must not write them to the changelog after its successor's records
+// (a restore would take the store back in time): it asks the coordinator
+// first, learns it was removed, drops the epoch and rejoins. The changelog
+// then holds non-decreasing writer generations on every partition, and the
+// counts stay right.
+func TestStalledMemberWritesNoStaleChangelog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+		kafkatest.CreateTopic(t, env, in, 4)
+		kafkatest.CreateTopic(t, env, out, 4)
+		appID := kafkatest.GroupID(t)
+		vocab := []string{"ash", "elm", "fir", "oak", "yew"}
+		want := map[string]int64{}
+		// a has long epochs, so that the stall surely catches one open; its
+		// successor b commits every 100 ms, so its changelog records come
+		// before anything a could write when it wakes up.
+		a := startChild(t, env, "continuous", appID, in, out, t.TempDir(), "WEIR_CHILD_GUARANTEE=at-least-once", "WEIR_CHILD_EPOCH=10s")
+		produceLines(t, env, in, 0, 100, vocab, want)
+		waitForCountsAtLeast(t, env, out, want)
+		produceLines(t, env, in, 100, 100, vocab, want)
+		time.Sleep(500 * time.Millisecond) // processed, not yet committed
+		require.NoError(t, a.cmd.Process.Signal(syscall.SIGSTOP))
+		b := startChild(t, env, "continuous", appID, in, out, t.TempDir(), "WEIR_CHILD_GUARANTEE=at-least-once")
+		produceLines(t, env, in, 200, 100, vocab, want)
+		waitForCountsAtLeast(t, env, out, want)
+		time.Sleep(time.Second) // b's epochs commit
+
+		require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
+		time.Sleep(3 * time.Second) // time for the woken member's epoch end
+		produceLines(t, env, in, 300, 100, vocab, want)
+		waitForCountsAtLeast(t, env, out, want)
+		a.stop(t)
+		b.stop(t)
+
+		changelog := processor.ChangelogTopic("counts").Resolve(appID)
+		for p, recs := range kafkatest.ReadCommittedPartitions(t, env, changelog) {
+			newest := int32(0)
+			for _, rec := range recs {
+				g, ok := runtime.WriterOf(rec.Headers)
+				require.True(t, ok, "changelog record %d@%d has no writer generation", p, rec.Offset)
+				require.GreaterOrEqual(t, g, newest, "changelog record %d@%d (%s=%x) of writer generation %d after one of %d: the replaced member wrote",
+					p, rec.Offset, rec.Key, rec.Value, g, newest)
+				newest = g
+			}
+		}
+	})
+}
+
+// waitForCountsAtLeast waits until every word's last count is at least
+// want's: under at-least-once a stalled member's records may be counted
+// twice (its words reached the repartition topic, its input offsets were
+// not committed).
+func waitForCountsAtLeast(t *testing.T, env *kafkatest.Env, topic string, want map[string]int64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		seen := countsSeen(t, env, topic)
+		for w, n := range want {
+			s := seen[w]
+			if len(s) == 0 || s[len(s)-1] < n {
+				return false
+			}
+		}
+		return true
+	}, 90*time.Second, 250*time.Millisecond, "counts never reached the input's")
 }

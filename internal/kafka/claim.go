@@ -67,6 +67,13 @@ type Session interface {
 	// returns once the coordinator accepted them, or the error (a
 	// *PartitionError for a partition the coordinator rejected).
 	Commit(ctx context.Context) error
+	// Heartbeat asks the coordinator whether the member is still in the
+	// group: nil if it is (a rebalance in progress included), otherwise
+	// the error — [MemberGone] tells one that was removed, for instance
+	// after its process stalled past the session timeout. sarama
+	// heartbeats on its own; this is for a member that must know before
+	// it writes.
+	Heartbeat(ctx context.Context) error
 	// GenerationID is the group generation the member is in now.
 	GenerationID() int32
 	// MemberID is the member's id in the group now.
@@ -145,6 +152,11 @@ func (c *claim) MarkOffset(topic string, partition int32, next int64) {
 // Commit implements Session.
 func (c *claim) Commit(ctx context.Context) error {
 	return c.run.committer.commit(ctx, c.sess)
+}
+
+// Heartbeat implements Session.
+func (c *claim) Heartbeat(ctx context.Context) error {
+	return c.run.committer.heartbeat(ctx, c.sess)
 }
 
 // GroupMetadata implements Session.

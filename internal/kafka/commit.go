@@ -194,6 +194,63 @@ func (c *committer) try(sess sarama.ConsumerGroupSession, offsets map[topicParti
 	return retry, first
 }
 
+// heartbeat sends one Heartbeat for sess's member and generation. It
+// returns nil while the coordinator knows the member — a rebalance in
+// progress or a generation that moved on included — and otherwise the
+// error (MemberGone tells a removed member).
+func (c *committer) heartbeat(ctx context.Context, sess sarama.ConsumerGroupSession) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("kafka: heartbeat: %w", err)
+	}
+	req := &sarama.HeartbeatRequest{
+		Version:         heartbeatVersion(),
+		GroupId:         c.groupID,
+		GenerationId:    sess.GenerationID(),
+		MemberId:        sess.MemberID(),
+		GroupInstanceId: c.instanceID,
+	}
+	coord, err := c.client.Coordinator(c.groupID)
+	if err != nil {
+		_ = c.client.RefreshCoordinator(c.groupID)
+		return fmt.Errorf("kafka: heartbeat: coordinator of %q: %w", c.groupID, err)
+	}
+	resp, err := coord.Heartbeat(req)
+	if err != nil {
+		_ = c.client.RefreshCoordinator(c.groupID)
+		return fmt.Errorf("kafka: heartbeat: %w", err)
+	}
+	switch {
+	case errors.Is(resp.Err, sarama.ErrNoError), errors.Is(resp.Err, sarama.ErrRebalanceInProgress),
+		errors.Is(resp.Err, sarama.ErrIllegalGeneration):
+		return nil
+	case errors.Is(resp.Err, sarama.ErrNotCoordinatorForConsumer):
+		_ = c.client.RefreshCoordinator(c.groupID)
+	}
+	return fmt.Errorf("kafka: heartbeat: %w", resp.Err)
+}
+
+// heartbeatVersion follows sarama's own choice for protocolVersion.
+func heartbeatVersion() int16 {
+	switch {
+	case protocolVersion.IsAtLeast(sarama.V2_4_0_0):
+		return 4 // first flexible version
+	case protocolVersion.IsAtLeast(sarama.V2_3_0_0):
+		return 3 // group instance id
+	default:
+		return 2
+	}
+}
+
+// MemberGone reports a commit or heartbeat error that means the member is no longer in
+// the group at all (the coordinator removed it, typically after it stalled
+// past its session timeout, or another process took its static instance
+// id): its partitions belong to other members now and it must rejoin.
+// ILLEGAL_GENERATION is not one: a member that rejoined answers it for a
+// commit made through an ended session's generation.
+func MemberGone(err error) bool {
+	return errors.Is(err, sarama.ErrUnknownMemberId) || errors.Is(err, sarama.ErrFencedInstancedId)
+}
+
 // cmpErr keeps the first non-nil error.
 func cmpErr(first, err error) error {
 	if first != nil {

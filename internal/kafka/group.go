@@ -67,9 +67,12 @@ type GroupConfig struct {
 	OnError func(error)
 }
 
+// DefaultSessionTimeout is GroupConfig.SessionTimeout when none is set.
+const DefaultSessionTimeout = 45 * time.Second
+
 func (gc GroupConfig) withDefaults() GroupConfig {
 	if gc.SessionTimeout == 0 {
-		gc.SessionTimeout = 45 * time.Second
+		gc.SessionTimeout = DefaultSessionTimeout
 	}
 	if gc.HeartbeatInterval == 0 {
 		gc.HeartbeatInterval = 3 * time.Second

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +17,8 @@ import (
 // go back to the last committed offsets and drop its state — engines do
 // that by ending the group session (claims restart at the committed
 // offsets) and releasing the tasks (state is restored from the committed
-// changelog). Under at-least-once Commit never returns it.
+// changelog). Under at-least-once Commit returns it only when the member
+// was removed from the group (see Commit).
 var ErrRewind = errors.New("runtime: epoch not committed; rewind to the committed offsets")
 
 // Positions are the next offsets to process, per partition.
@@ -36,7 +38,9 @@ type Positions map[offsets.TopicPartition]int64
 // records — a later restore from that checkpoint would skip them and
 // resume from stale state. A member that kept its partitions applies the
 // kept state with its next successful commit; one that lost them releases
-// the tasks, which drops it.
+// the tasks, which drops it. A member the coordinator no longer knows
+// (kafka.MemberGone) gets ErrRewind instead: it drops its state and
+// rejoins, rather than process on as a zombie.
 //
 // Exactly-once: the open transaction commits with the offsets inside it
 // (see exactly_once.go); errors that abort it wrap ErrRewind.
@@ -52,6 +56,10 @@ func (r *Runtime) Commit(ctx context.Context, positions Positions, s kafka.Sessi
 	if hook := r.cfg.Hooks.Committed; hook != nil {
 		start := time.Now()
 		defer func() { hook(time.Since(start), err) }()
+	}
+	if err := r.checkMembership(ctx, s); err != nil {
+		r.dropStaged()
+		return err
 	}
 	if err := r.flushChangelogs(ctx); err != nil {
 		if errors.Is(err, ErrRewind) && r.txn != nil {
@@ -84,10 +92,49 @@ func (r *Runtime) commitKafka(ctx context.Context, positions Positions, s kafka.
 	for tp, next := range positions {
 		s.MarkOffset(tp.Topic, tp.Partition, next)
 	}
+	sent := time.Now()
 	if err := s.Commit(ctx); err != nil {
+		if kafka.MemberGone(err) {
+			// Removed from the group: the partitions are another member's
+			// now. Stop at once — every record processed from here on is a
+			// zombie's — drop the state and rejoin.
+			return fmt.Errorf("%w: %w", ErrRewind, err)
+		}
 		return fmt.Errorf("%w: %w", ErrCommitLater, err)
 	}
+	r.aliveAt = sent
 	return nil
+}
+
+// checkMembership keeps a removed member from writing its epoch's
+// changelog under at-least-once, where nothing fences it: a member that
+// has not heard from the coordinator for half a session timeout — its
+// process stalled (a GC or VM pause, SIGSTOP), or a batch ran long — first
+// asks whether it is still in the group. If it was removed, its partitions
+// have new owners that restored without this epoch, and its changelog
+// records would land after theirs: it writes nothing, drops the epoch and
+// rewinds (ErrRewind), and rejoins. An answer it cannot read lets the
+// commit go on (the commit then tells). Restores skip what a stall in the
+// middle of the flush still lets through (writer.go).
+func (r *Runtime) checkMembership(ctx context.Context, s kafka.Session) error {
+	if r.txn != nil || s == nil {
+		return nil
+	}
+	if time.Since(r.aliveAt) < cmp.Or(r.cfg.SessionTimeout, kafka.DefaultSessionTimeout)/2 {
+		return nil
+	}
+	sent := time.Now()
+	err := s.Heartbeat(ctx)
+	switch {
+	case err == nil:
+		r.aliveAt = sent
+		return nil
+	case kafka.MemberGone(err):
+		return fmt.Errorf("%w: removed from the group before the commit: %w", ErrRewind, err)
+	default:
+		r.log.Debug("weir: membership check failed; committing anyway", "err", err)
+		return nil
+	}
 }
 
 // ErrCommitLater wraps an at-least-once offset commit that failed after the

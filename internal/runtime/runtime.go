@@ -82,6 +82,10 @@ type Runtime struct {
 	lag       lags
 	restoring atomic.Int64
 	prepared  atomic.Bool
+	// aliveAt is when the last at-least-once offset commit or membership
+	// check that succeeded was sent (see checkMembership); Commit's
+	// callers serialise it.
+	aliveAt time.Time
 }
 
 // Output is where tasks write their records.
