@@ -19,10 +19,10 @@
 // error and offset; no transaction left open (last stable offset = end
 // offset) on any topic weir wrote; the group's committed offsets equal the
 // input's end offsets; and for every store partition, the Badger store
-// with the newest checkpoint — under exactly-once plus the committed
-// changelog after that checkpoint, what a restore from it holds — equals
-// the recomputation. At-least-once scenarios report duplicates without failing
-// on them; exactly-once scenarios fail on any.
+// with the newest checkpoint plus the committed changelog after that
+// checkpoint, replayed by weir's writer-generation rule — what a restore
+// from it holds — equals the recomputation. At-least-once scenarios report
+// duplicates without failing on them; exactly-once scenarios fail on any.
 //
 // # Usage
 //

@@ -369,8 +369,10 @@ func groupOffsets(ctx context.Context, brokers []string, group, topic string) (m
 // The replay follows weir's documented restore rule for writer
 // generations (runtime.HeaderWriter): a record whose generation is below
 // the newest seen since the checkpoint (starting from the checkpoint's) is
-// a replaced owner's late write and is skipped. Under at-least-once a
-// member stalled past its session timeout writes such records.
+// a replaced owner's late write and is skipped; a new owner's marker
+// record raises the newest generation and is no store write (its key is no
+// account's). Under at-least-once a member stalled past its session
+// timeout writes such late records.
 func (v *verifier) stores(ctx context.Context, dirs []string, r *report) error {
 	tail, err := kafkatest.ReadStable(ctx, v.brokers, v.app+"-"+Store+"-changelog")
 	if err != nil {

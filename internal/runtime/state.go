@@ -34,7 +34,7 @@ func (r *Runtime) openStores() error {
 	return nil
 }
 
-// taskStores opens the stores of a task — restored up to the changelog's
+// openStores opens the stores of a task — restored up to the changelog's
 // end — behind staging overlays, and returns the factory the task opens
 // them through.
 func (t *Task) openStores(ctx context.Context, specs []statestore.Spec) (statestore.Factory, error) {
@@ -42,27 +42,75 @@ func (t *Task) openStores(ctx context.Context, specs []statestore.Spec) (statest
 		t.owned = append(t.owned, badgerstore.StorePartition{Store: spec.Name, Partition: t.id.Partition})
 	}
 	t.rt.standby.activate(t.owned)
-	f := stagedStores{}
+	bases := make([]statestore.Store, 0, len(specs))
+	fail := func(err error) (statestore.Factory, error) {
+		for _, b := range bases {
+			if b != nil {
+				_ = b.Close()
+			}
+		}
+		return nil, err
+	}
 	for _, spec := range specs {
 		base, err := t.rt.db.Factory().Open(spec, t.id.Partition)
 		if err != nil {
-			return nil, fmt.Errorf("runtime: task %s: %w", t.id, err)
+			return fail(fmt.Errorf("runtime: task %s: %w", t.id, err))
 		}
+		bases = append(bases, base)
 		if spec.Logged {
 			if err := t.restore(ctx, spec); err != nil {
-				_ = base.Close()
-				return nil, err
+				return fail(err)
 			}
 		}
-		st, err := statestore.NewStaged(base, spec.Kind, t.rt.stagingLimit())
+	}
+	if err := t.claimChangelogs(ctx, specs); err != nil {
+		return fail(err)
+	}
+	f := stagedStores{}
+	for i, spec := range specs {
+		st, err := statestore.NewStaged(bases[i], spec.Kind, t.rt.stagingLimit())
 		if err != nil {
-			_ = base.Close()
-			return nil, fmt.Errorf("runtime: task %s: %w", t.id, err)
+			return fail(fmt.Errorf("runtime: task %s: %w", t.id, err))
 		}
 		t.staged = append(t.staged, stagedStore{spec: spec, Staged: st})
+		bases[i] = nil
 		f[spec.Name] = st
 	}
 	return f, nil
+}
+
+// claimChangelogs writes, under at-least-once, a marker with the task's
+// writer generation to each of its changelog partitions and catches the
+// restored stores up to it (see writer.go): a replaced owner's records
+// that landed after the restore are then in the task's store exactly when
+// a later restore applies them. Under exactly-once a replaced owner's
+// records never commit, so there is nothing to claim.
+func (t *Task) claimChangelogs(ctx context.Context, specs []statestore.Spec) error {
+	if t.rt.txn != nil {
+		return nil
+	}
+	var logged []statestore.Spec
+	for _, spec := range specs {
+		if spec.Logged {
+			topic := processor.ChangelogTopic(spec.Name).Resolve(t.rt.cfg.ApplicationID)
+			if err := t.rt.producer.Send(ctx, markerRecord(topic, t.id.Partition, t.writer)); err != nil {
+				return fmt.Errorf("runtime: task %s: changelog marker: %w", t.id, err)
+			}
+			logged = append(logged, spec)
+		}
+	}
+	if len(logged) == 0 {
+		return nil
+	}
+	if err := t.rt.producer.Flush(ctx); err != nil {
+		return fmt.Errorf("runtime: task %s: changelog marker: %w", t.id, err)
+	}
+	for _, spec := range logged {
+		if err := t.restore(ctx, spec); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *Runtime) stagingLimit() int64 {
@@ -166,7 +214,7 @@ func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32) (c
 	}
 	n := 0
 	err = r.admin.ReadRange(ctx, topic, p, from.Offset, to, r.readCommitted, func(rec kafka.Record) error {
-		if filter.keep(rec.Headers) {
+		if filter.keep(rec.Headers) && !IsWriterMarker(rec.Headers) {
 			n++
 			batch = append(batch, badgerstore.Change{Store: spec.Name, Partition: p, Kind: spec.Kind, Key: rec.Key, Value: rec.Value})
 		}

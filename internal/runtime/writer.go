@@ -30,16 +30,51 @@ import (
 // generation, so a restore that resumes from it skips them too. Records
 // without the header (older versions of weir) are always applied.
 //
-// What it does not cover: a replaced owner's records that land after the
-// new owner restored but before the new owner's first changelog record of
-// that partition (a restore then applies them, the new owner's store does
-// not hold them), and log compaction, which keeps a key's last record even
-// when it is a skipped one. Both need a replaced owner that stalled past
-// its session timeout, and neither exists under exactly-once.
+// A replaced owner's records may also land after the new owner restored
+// but before the new owner's first record: a restore would apply them, the
+// new owner's store would not hold them. So under at-least-once a task,
+// once restored, writes a marker record with its generation to each of its
+// changelog partitions and catches up to it (claimChangelogs): what landed
+// before the marker is in its store as in any restore, what lands after it
+// every restore skips. Restores and the live store then agree.
+//
+// What it does not cover: log compaction keeps a key's last record even
+// when it is a skipped one, so after compaction a restore may miss the new
+// owner's value of a key the replaced owner wrote late (the key then holds
+// an older value). That needs a member stalled past its session timeout in
+// the middle of its commit, and does not exist under exactly-once, where a
+// replaced owner's transaction cannot commit.
 
 // HeaderWriter is the changelog record header holding the writer generation
 // of the task that wrote it, in decimal.
 const HeaderWriter = "weir.writer"
+
+// HeaderWriterMarker is set on a marker record: a task's claim on a
+// changelog partition (see claimChangelogs), not a store write.
+const HeaderWriterMarker = "weir.writer.marker"
+
+// markerKey is the key of marker records. A tombstone under it, so that
+// compaction eventually removes the markers.
+var markerKey = []byte("\x00weir.writer.marker")
+
+// markerRecord is the marker of writer generation g on a changelog
+// partition.
+func markerRecord(topic string, partition, g int32) kafka.Record {
+	return kafka.Record{
+		Topic: topic, Partition: partition, Key: markerKey,
+		Headers: []kafka.Header{writerHeader(g), {Key: HeaderWriterMarker, Value: []byte("1")}},
+	}
+}
+
+// IsWriterMarker reports whether a changelog record is a marker.
+func IsWriterMarker(headers []kafka.Header) bool {
+	for _, h := range headers {
+		if h.Key == HeaderWriterMarker {
+			return true
+		}
+	}
+	return false
+}
 
 // writerHeader is the header stamping a changelog record with generation g.
 func writerHeader(g int32) kafka.Header {

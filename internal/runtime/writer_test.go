@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -17,9 +18,10 @@ import (
 )
 
 // A replaced owner that does not know it yet (under at-least-once nothing
-// fences it) writes its stale changelog records after the new owner's. A
-// restore skips them: from the changelog's start, and from a checkpoint
-// that recorded the newer writer generation.
+// fences it) writes its stale changelog records after the new owner
+// restored. A restore skips them: from the changelog's start (those before
+// the new owner's first write too, thanks to its marker), and from a
+// checkpoint that recorded the newer writer generation.
 func TestRestoreSkipsAReplacedWritersLateRecords(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
@@ -83,32 +85,39 @@ func TestRestoreSkipsAReplacedWritersLateRecords(t *testing.T) {
 		process(a, "k", "k", "x") // k=2, x=1
 		bDir := t.TempDir()
 		b2 := join(bDir, 7) // a stalled; the task moved to b2
+		process(a, "x")     // a wakes up: x=2, before b2 wrote anything
 		process(b2, "k", "k")
 		require.Equal(t, int64(4), last("k"))
-		process(a, "x", "k") // a wakes up and writes stale values: x=2, k=3
+		process(a, "k") // and k=3, after b2's k=4
 		leave(a)
 		leave(b2)
 
 		// A restore from b2's checkpoint (writer generation 7, before a's
-		// late records) skips them.
+		// late k) skips it.
 		d := join(bDir, 9)
-		process(d, "x")
-		require.Equal(t, int64(2), last("x"), "the restore applied the replaced writer's x=2")
+		process(d, "k")
+		require.Equal(t, int64(5), last("k"), "the restore applied the replaced writer's k=3")
 		leave(d)
 
-		// So does a restore from the changelog's start.
+		// A restore from the changelog's start skips a's late x: b2's marker
+		// came before it.
 		c := join(t.TempDir(), 10)
 		process(c, "x", "k")
-		require.Equal(t, int64(3), last("x"))
-		require.Equal(t, int64(5), last("k"), "the restore applied the replaced writer's k=3")
+		require.Equal(t, int64(2), last("x"), "the restore applied the replaced writer's x=2")
+		require.Equal(t, int64(6), last("k"))
 
-		var writers []int32
+		var writers []string
 		for _, rec := range kafkatest.ReadCommitted(t, env, processor.ChangelogTopic("counts").Resolve(appID)) {
 			g, ok := runtime.WriterOf(rec.Headers)
 			require.True(t, ok, "changelog record at %d has no writer generation", rec.Offset)
-			writers = append(writers, g)
+			w := fmt.Sprint(g)
+			if runtime.IsWriterMarker(rec.Headers) {
+				w = "M" + w
+			}
+			writers = append(writers, w)
 		}
-		require.Equal(t, []int32{5, 5, 7, 5, 5, 9, 10, 10}, writers)
+		// Markers (M) and store writes, with their writer generations.
+		require.Equal(t, []string{"M5", "5", "5", "M7", "5", "7", "5", "M9", "9", "M10", "10", "10"}, writers)
 		leave(c)
 	})
 }
