@@ -148,7 +148,7 @@ func (c *committer) commit(ctx context.Context, sess sarama.ConsumerGroupSession
 func (c *committer) try(sess sarama.ConsumerGroupSession, offsets map[topicPartition]int64) (bool, error) {
 	memberID, generation := sess.MemberID(), sess.GenerationID()
 	req := &sarama.OffsetCommitRequest{
-		Version:                 offsetCommitVersion(),
+		Version:                 groupRequestVersion(8, 7, 6),
 		ConsumerGroup:           c.groupID,
 		ConsumerID:              memberID,
 		ConsumerGroupGeneration: generation,
@@ -203,7 +203,7 @@ func (c *committer) heartbeat(ctx context.Context, sess sarama.ConsumerGroupSess
 		return fmt.Errorf("kafka: heartbeat: %w", err)
 	}
 	req := &sarama.HeartbeatRequest{
-		Version:         heartbeatVersion(),
+		Version:         groupRequestVersion(4, 3, 2),
 		GroupId:         c.groupID,
 		GenerationId:    sess.GenerationID(),
 		MemberId:        sess.MemberID(),
@@ -229,18 +229,6 @@ func (c *committer) heartbeat(ctx context.Context, sess sarama.ConsumerGroupSess
 	return fmt.Errorf("kafka: heartbeat: %w", resp.Err)
 }
 
-// heartbeatVersion follows sarama's own choice for protocolVersion.
-func heartbeatVersion() int16 {
-	switch {
-	case protocolVersion.IsAtLeast(sarama.V2_4_0_0):
-		return 4 // first flexible version
-	case protocolVersion.IsAtLeast(sarama.V2_3_0_0):
-		return 3 // group instance id
-	default:
-		return 2
-	}
-}
-
 // MemberGone reports a commit or heartbeat error that means the member is no longer in
 // the group at all (the coordinator removed it, typically after it stalled
 // past its session timeout, or another process took its static instance
@@ -259,14 +247,16 @@ func cmpErr(first, err error) error {
 	return err
 }
 
-// offsetCommitVersion follows sarama's own choice for protocolVersion.
-func offsetCommitVersion() int16 {
+// groupRequestVersion picks a group request's version as sarama does for
+// protocolVersion: flexible from 2.4, with the group instance id from 2.3,
+// else older.
+func groupRequestVersion(flexible, instanceID, older int16) int16 {
 	switch {
 	case protocolVersion.IsAtLeast(sarama.V2_4_0_0):
-		return 8 // first flexible version
+		return flexible
 	case protocolVersion.IsAtLeast(sarama.V2_3_0_0):
-		return 7 // group instance id
+		return instanceID
 	default:
-		return 6
+		return older
 	}
 }
