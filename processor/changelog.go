@@ -177,6 +177,16 @@ func (t *Task) FlushChangelog() error {
 	return nil
 }
 
+// PendingChangelog is the number of changelog records FlushChangelog would
+// emit now.
+func (t *Task) PendingChangelog() int {
+	n := 0
+	for _, p := range t.pending {
+		n += len(p.recs)
+	}
+	return n
+}
+
 // DiscardChangelog drops the changes FlushChangelog has not emitted yet,
 // together with the staged store writes they describe (an aborted epoch or
 // batch).

@@ -317,6 +317,45 @@ func (a *Admin) CommittedOffsets(ctx context.Context, group, topic string, parti
 	}
 }
 
+// Heartbeat asks the group coordinator whether the member m names is
+// still in its group: nil if it is (a rebalance in progress, or a
+// generation that moved on since m was read, included), otherwise the
+// error — [MemberGone] tells a member that was removed, for instance after
+// its process stalled past the session timeout. sarama heartbeats on its
+// own; this is for a member that must know before it writes. It goes over
+// the admin client's connection, never behind a JoinGroup that waits the
+// whole rebalance on the group's own.
+func (a *Admin) Heartbeat(ctx context.Context, m GroupMetadata) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("kafka: heartbeat: %w", err)
+	}
+	req := &sarama.HeartbeatRequest{
+		Version: groupRequestVersion(4, 3, 2),
+		GroupId: m.GroupID, GenerationId: m.GenerationID, MemberId: m.MemberID,
+	}
+	if m.InstanceID != "" {
+		req.GroupInstanceId = &m.InstanceID
+	}
+	coord, err := a.client.Coordinator(m.GroupID)
+	if err != nil {
+		_ = a.client.RefreshCoordinator(m.GroupID)
+		return fmt.Errorf("kafka: heartbeat: coordinator of group %q: %w", m.GroupID, err)
+	}
+	resp, err := coord.Heartbeat(req)
+	if err != nil {
+		_ = a.client.RefreshCoordinator(m.GroupID)
+		return fmt.Errorf("kafka: heartbeat: %w", err)
+	}
+	switch {
+	case errors.Is(resp.Err, sarama.ErrNoError), errors.Is(resp.Err, sarama.ErrRebalanceInProgress),
+		errors.Is(resp.Err, sarama.ErrIllegalGeneration):
+		return nil
+	case errors.Is(resp.Err, sarama.ErrNotCoordinatorForConsumer):
+		_ = a.client.RefreshCoordinator(m.GroupID)
+	}
+	return fmt.Errorf("kafka: heartbeat: %w", resp.Err)
+}
+
 func (a *Admin) fetchCommitted(group, topic string, partitions []int32) (map[int32]int64, bool, error) {
 	coord, err := a.client.Coordinator(group)
 	if err != nil {

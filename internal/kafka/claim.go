@@ -67,13 +67,6 @@ type Session interface {
 	// returns once the coordinator accepted them, or the error (a
 	// *PartitionError for a partition the coordinator rejected).
 	Commit(ctx context.Context) error
-	// Heartbeat asks the coordinator whether the member is still in the
-	// group: nil if it is (a rebalance in progress included), otherwise
-	// the error — [MemberGone] tells one that was removed, for instance
-	// after its process stalled past the session timeout. sarama
-	// heartbeats on its own; this is for a member that must know before
-	// it writes.
-	Heartbeat(ctx context.Context) error
 	// GenerationID is the group generation the member is in now.
 	GenerationID() int32
 	// MemberID is the member's id in the group now.
@@ -154,11 +147,6 @@ func (c *claim) Commit(ctx context.Context) error {
 	return c.run.committer.commit(ctx, c.sess)
 }
 
-// Heartbeat implements Session.
-func (c *claim) Heartbeat(ctx context.Context) error {
-	return c.run.committer.heartbeat(ctx, c.sess)
-}
-
 // GroupMetadata implements Session.
 func (c *claim) GroupMetadata() GroupMetadata {
 	return GroupMetadata{
@@ -180,6 +168,7 @@ var _ sarama.ConsumerGroupHandler = (*groupHandler)(nil)
 // Setup implements sarama.ConsumerGroupHandler. Under the cooperative
 // protocol it runs once per session, not once per rebalance.
 func (gh *groupHandler) Setup(sess sarama.ConsumerGroupSession) error {
+	gh.run.sessions.Add(1)
 	gh.run.log.Debug("kafka: group session set up", "group", gh.run.cfg.GroupID,
 		"member", sess.MemberID(), "generation", sess.GenerationID(), "claims", sess.Claims())
 	return nil
@@ -187,6 +176,7 @@ func (gh *groupHandler) Setup(sess sarama.ConsumerGroupSession) error {
 
 // Cleanup implements sarama.ConsumerGroupHandler.
 func (gh *groupHandler) Cleanup(sess sarama.ConsumerGroupSession) error {
+	gh.run.sessions.Add(-1)
 	gh.run.log.Debug("kafka: group session cleaned up", "group", gh.run.cfg.GroupID,
 		"member", sess.MemberID(), "generation", sess.GenerationID())
 	return nil

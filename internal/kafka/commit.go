@@ -194,41 +194,6 @@ func (c *committer) try(sess sarama.ConsumerGroupSession, offsets map[topicParti
 	return retry, first
 }
 
-// heartbeat sends one Heartbeat for sess's member and generation. It
-// returns nil while the coordinator knows the member — a rebalance in
-// progress or a generation that moved on included — and otherwise the
-// error (MemberGone tells a removed member).
-func (c *committer) heartbeat(ctx context.Context, sess sarama.ConsumerGroupSession) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("kafka: heartbeat: %w", err)
-	}
-	req := &sarama.HeartbeatRequest{
-		Version:         groupRequestVersion(4, 3, 2),
-		GroupId:         c.groupID,
-		GenerationId:    sess.GenerationID(),
-		MemberId:        sess.MemberID(),
-		GroupInstanceId: c.instanceID,
-	}
-	coord, err := c.client.Coordinator(c.groupID)
-	if err != nil {
-		_ = c.client.RefreshCoordinator(c.groupID)
-		return fmt.Errorf("kafka: heartbeat: coordinator of %q: %w", c.groupID, err)
-	}
-	resp, err := coord.Heartbeat(req)
-	if err != nil {
-		_ = c.client.RefreshCoordinator(c.groupID)
-		return fmt.Errorf("kafka: heartbeat: %w", err)
-	}
-	switch {
-	case errors.Is(resp.Err, sarama.ErrNoError), errors.Is(resp.Err, sarama.ErrRebalanceInProgress),
-		errors.Is(resp.Err, sarama.ErrIllegalGeneration):
-		return nil
-	case errors.Is(resp.Err, sarama.ErrNotCoordinatorForConsumer):
-		_ = c.client.RefreshCoordinator(c.groupID)
-	}
-	return fmt.Errorf("kafka: heartbeat: %w", resp.Err)
-}
-
 // MemberGone reports a commit or heartbeat error that means the member is no longer in
 // the group at all (the coordinator removed it, typically after it stalled
 // past its session timeout, or another process took its static instance

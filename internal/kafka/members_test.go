@@ -54,3 +54,39 @@ func TestGroupMembersAdvertiseData(t *testing.T) {
 		require.Positive(t, <-gens, "OnAssignment got the generation")
 	})
 }
+
+// Admin.Heartbeat tells a member of the group from one the coordinator
+// does not know (a member removed after a stall looks like that).
+func TestHeartbeatTellsAMemberThatIsGone(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		topic, group := kafkatest.Topic(t), kafkatest.GroupID(t)
+		kafkatest.CreateTopic(t, env, topic, 1)
+		sessions := make(chan kafka.GroupMetadata, 1)
+		member(t, groupConfig(env, group, topic), kafka.HandlerFunc(func(ctx context.Context, c kafka.Claim) error {
+			select {
+			case sessions <- c.GroupMetadata():
+			default:
+			}
+			for range c.Records() {
+			}
+			return nil
+		}))
+		var m kafka.GroupMetadata
+		select {
+		case m = <-sessions:
+		case <-time.After(waitFor):
+			t.Fatal("no claim")
+		}
+		admin, err := kafka.NewAdmin(env.Config())
+		require.NoError(t, err)
+		defer admin.Close()
+		ctx := context.Background()
+		require.NoError(t, admin.Heartbeat(ctx, m))
+
+		gone := m
+		gone.MemberID = "weir-no-such-member"
+		err = admin.Heartbeat(ctx, gone)
+		require.Error(t, err)
+		require.True(t, kafka.MemberGone(err), "%v", err)
+	})
+}

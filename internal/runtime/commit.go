@@ -107,10 +107,11 @@ func (r *Runtime) commitKafka(ctx context.Context, positions Positions, s kafka.
 }
 
 // checkMembership keeps a removed member from writing its epoch's
-// changelog under at-least-once, where nothing fences it: a member that
-// has not heard from the coordinator for half a session timeout — its
-// process stalled (a GC or VM pause, SIGSTOP), or a batch ran long — first
-// asks whether it is still in the group. If it was removed, its partitions
+// changelog under at-least-once, where nothing fences it: a member with
+// changelog records to write that has not heard from the coordinator for
+// half a session timeout — its process stalled (a GC or VM pause,
+// SIGSTOP), or a batch ran long — first asks whether it is still in the
+// group (Admin.Heartbeat). If it was removed, its partitions
 // have new owners that restored without this epoch, and its changelog
 // records would land after theirs: it writes nothing, drops the epoch and
 // rewinds (ErrRewind), and rejoins. An answer it cannot read lets the
@@ -120,11 +121,11 @@ func (r *Runtime) checkMembership(ctx context.Context, s kafka.Session) error {
 	if r.txn != nil || s == nil {
 		return nil
 	}
-	if time.Since(r.aliveAt) < cmp.Or(r.cfg.SessionTimeout, kafka.DefaultSessionTimeout)/2 {
+	if time.Since(r.aliveAt) < cmp.Or(r.cfg.SessionTimeout, kafka.DefaultSessionTimeout)/2 || r.pendingChangelog() == 0 {
 		return nil
 	}
 	sent := time.Now()
-	err := s.Heartbeat(ctx)
+	err := r.admin.Heartbeat(ctx, s.GroupMetadata())
 	switch {
 	case err == nil:
 		r.aliveAt = sent

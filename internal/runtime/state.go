@@ -303,6 +303,17 @@ func (r *Runtime) flushChangelogs(ctx context.Context) error {
 	})
 }
 
+// pendingChangelog is the number of changelog records the tasks have to
+// flush.
+func (r *Runtime) pendingChangelog() int {
+	n := 0
+	_ = r.tasks.eachTask(func(t *Task) error {
+		n += t.task.PendingChangelog()
+		return nil
+	})
+	return n
+}
+
 // dropStaged drops every task's staged writes and the changelog records
 // describing them, after an abort.
 func (r *Runtime) dropStaged() {
