@@ -136,7 +136,8 @@ func (p *proc) kill() error {
 }
 
 // stop sends SIGTERM (SIGCONT first if stalled) and waits up to d for a
-// clean exit; past d it kills the process and reports it.
+// clean exit; past d it sends SIGQUIT (a goroutine dump into the child's
+// log), then kills the process, and reports it.
 func (p *proc) stop(d time.Duration) error {
 	if p.stalled {
 		p.resume()
@@ -149,8 +150,15 @@ func (p *proc) stop(d time.Duration) error {
 		}
 		return nil
 	case <-time.After(d):
-		_ = p.kill()
-		return fmt.Errorf("chaos: pid %d did not stop within %v of SIGTERM (see its log %s)", p.cmd.Process.Pid, d, p.log.Name())
+		// SIGQUIT makes the Go runtime write every goroutine's stack to
+		// the child's log before it exits: the diagnosis of the hang.
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			_ = p.kill()
+		}
+		return fmt.Errorf("chaos: pid %d did not stop within %v of SIGTERM; its goroutines are in its log %s", p.cmd.Process.Pid, d, p.log.Name())
 	}
 }
 

@@ -240,7 +240,24 @@ func (g *Group) Run(ctx context.Context, h Handler) error {
 		}
 	})
 
+	// A stop while the member joins must not wait for the rebalance to
+	// end: a JoinGroup can wait the whole rebalance timeout (and kfake
+	// never answers one whose member it removed meanwhile). With no
+	// session running there is nothing to commit, so the join is aborted.
+	consumed := make(chan struct{})
+	var watcher sync.WaitGroup
+	watcher.Go(func() {
+		select {
+		case <-consumeCtx.Done():
+			if rs.sessions.Load() == 0 {
+				client.abortCoordination()
+			}
+		case <-consumed:
+		}
+	})
 	rs.consume(consumeCtx, cg, &groupHandler{run: rs, h: h})
+	close(consumed)
+	watcher.Wait()
 
 	// Every claim has returned. Leave the group (Close also closes Errors;
 	// the few errors it drains itself come back as its result).
@@ -351,6 +368,8 @@ type runState struct {
 	hardCtx   context.Context // parent of claim contexts; not cancelled by Run's ctx
 	stop      context.CancelCauseFunc
 	errs      *errorQueue
+	// sessions counts the sessions set up and not yet cleaned up.
+	sessions atomic.Int32
 
 	mu       sync.Mutex
 	firstErr error
@@ -395,6 +414,9 @@ func (rs *runState) result() error {
 type splitClient struct {
 	sarama.Client
 	coord sarama.Client
+	// coordConns are the coord client's connections (see
+	// abortCoordination).
+	coordConns *connTracker
 }
 
 func newSplitClient(cfg Config, sc *sarama.Config) (*splitClient, error) {
@@ -404,14 +426,17 @@ func newSplitClient(cfg Config, sc *sarama.Config) (*splitClient, error) {
 	}
 	csc, err := coordConfig(cfg, sc)
 	var coord sarama.Client
+	var conns *connTracker
 	if err == nil {
+		conns = newConnTracker(csc)
+		conns.install(csc)
 		coord, err = newClient(cfg.Brokers, csc)
 	}
 	if err != nil {
 		_ = fetch.Close()
 		return nil, err
 	}
-	return &splitClient{Client: fetch, coord: coord}, nil
+	return &splitClient{Client: fetch, coord: coord, coordConns: conns}, nil
 }
 
 // coordConfig is the configuration of a split client's coordinator client:
@@ -440,6 +465,11 @@ func (s *splitClient) Coordinator(group string) (*sarama.Broker, error) {
 func (s *splitClient) RefreshCoordinator(group string) error {
 	return s.coord.RefreshCoordinator(group)
 }
+
+// abortCoordination fails the group requests in flight at once, a
+// JoinGroup or SyncGroup waiting for a rebalance included (sarama offers
+// no way to cancel one).
+func (s *splitClient) abortCoordination() { s.coordConns.closeAll() }
 
 func (s *splitClient) close() {
 	_ = s.coord.Close()

@@ -409,3 +409,42 @@ func TestGroupStaticMemberRestart(t *testing.T) {
 		tr.requireSafe(t)
 	})
 }
+
+// A stop while the member waits in JoinGroup returns at once instead of
+// waiting for the join's answer, which can take the whole rebalance
+// timeout. The broker holds the join here until the test ends; the
+// member's read timeout (rebalance timeout + 5 s) is longer than the
+// test's wait for Run to return.
+func TestStopWhileJoiningDoesNotWaitForTheRebalance(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		env.RequireKfake(t)
+		topic, group := kafkatest.Topic(t), kafkatest.GroupID(t)
+		kafkatest.CreateTopic(t, env, topic, 1)
+		c := env.Cluster()
+		release, held := make(chan struct{}), make(chan struct{}, 1)
+		t.Cleanup(func() { close(release) })
+		c.ControlKey(int16(kmsg.JoinGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+			if r, ok := req.(*kmsg.JoinGroupRequest); ok && r.Group == group {
+				select {
+				case held <- struct{}{}:
+				default:
+				}
+				c.SleepControl(func() { <-release })
+			}
+			return nil, nil, false
+		})
+		cfg := groupConfig(env, group, topic)
+		cfg.RebalanceTimeout = time.Minute
+		stop := member(t, cfg, kafka.HandlerFunc(func(ctx context.Context, c kafka.Claim) error {
+			for range c.Records() {
+			}
+			return nil
+		}))
+		select {
+		case <-held:
+		case <-time.After(waitFor):
+			t.Fatal("the member never sent JoinGroup")
+		}
+		require.NoError(t, stop(), "Run returns while its JoinGroup is unanswered")
+	})
+}
