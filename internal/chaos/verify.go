@@ -413,12 +413,12 @@ func (v *verifier) stores(ctx context.Context, dirs []string, r *report) error {
 	latest := make([]map[string][]byte, Partitions) // the replayed tail, by key
 	for p := range int32(Partitions) {
 		latest[p] = map[string][]byte{}
-		newest := int64(best[p].Writer)
+		newest := best[p].Writer
 		for _, rec := range tail[p] {
 			if rec.Offset < best[p].Offset {
 				continue
 			}
-			if g, ok := writerOf(rec.Headers); ok {
+			if g, ok := runtime.WriterOf(rec.Headers); ok {
 				if g < newest {
 					continue
 				}
@@ -466,17 +466,6 @@ func (v *verifier) stores(ctx context.Context, dirs []string, r *report) error {
 		}
 	}
 	return nil
-}
-
-// writerOf reads a changelog record's writer generation header.
-func writerOf(hs []kafka.Header) (int64, bool) {
-	for _, h := range hs {
-		if h.Key == runtime.HeaderWriter {
-			g, err := strconv.ParseInt(string(h.Value), 10, 32)
-			return g, err == nil
-		}
-	}
-	return 0, false
 }
 
 func trim(b []byte) string {

@@ -71,48 +71,51 @@ func readKey(s statestore.Store, codec processor.StoreCodec, kb []byte, from, to
 		if err != nil {
 			return nil, nil, err
 		}
-		defer it.Close()
-		var ws []Window
-		for it.Next() {
-			v, err := codec.DecodeValue(it.Value())
-			if err != nil {
-				return nil, nil, err
-			}
+		ws, err := collectWindows(it, codec, func(it statestore.WindowIterator, v any) Window {
 			start := it.Window()
-			ws = append(ws, Window{Start: start.UTC(), StartMs: start.UnixMilli(), Value: v})
-		}
-		if err := it.Err(); err != nil {
-			return nil, nil, err
-		}
-		if len(ws) == 0 {
-			return nil, nil, errNotFound
-		}
-		return nil, ws, nil
+			return Window{Start: start.UTC(), StartMs: start.UnixMilli(), Value: v}
+		})
+		return nil, ws, err
 	case statestore.SessionStore:
 		it, err := st.FindSessions(kb, from, to)
 		if err != nil {
 			return nil, nil, err
 		}
-		defer it.Close()
-		var ws []Window
-		for it.Next() {
-			v, err := codec.DecodeValue(it.Value())
-			if err != nil {
-				return nil, nil, err
-			}
+		ws, err := collectWindows(it, codec, func(it statestore.SessionIterator, v any) Window {
 			start, end := it.Start().UTC(), it.End().UTC()
 			endMs := end.UnixMilli()
-			ws = append(ws, Window{Start: start, StartMs: start.UnixMilli(), End: &end, EndMs: &endMs, Value: v})
-		}
-		if err := it.Err(); err != nil {
-			return nil, nil, err
-		}
-		if len(ws) == 0 {
-			return nil, nil, errNotFound
-		}
-		return nil, ws, nil
+			return Window{Start: start, StartMs: start.UnixMilli(), End: &end, EndMs: &endMs, Value: v}
+		})
+		return nil, ws, err
 	}
 	return nil, nil, fmt.Errorf("query: store %q: unsupported kind", s.Name())
+}
+
+// collectWindows decodes every entry of a window or session iterator into
+// a Window (window builds it from the entry and its decoded value), closes
+// the iterator, and reports errNotFound if there was none.
+func collectWindows[I interface {
+	Next() bool
+	Value() []byte
+	Err() error
+	Close() error
+}](it I, codec processor.StoreCodec, window func(I, any) Window) ([]Window, error) {
+	defer it.Close()
+	var ws []Window
+	for it.Next() {
+		v, err := codec.DecodeValue(it.Value())
+		if err != nil {
+			return nil, err
+		}
+		ws = append(ws, window(it, v))
+	}
+	if err := it.Err(); err != nil {
+		return nil, err
+	}
+	if len(ws) == 0 {
+		return nil, errNotFound
+	}
+	return ws, nil
 }
 
 // readRange reads at most limit entries of a key-value store partition
