@@ -255,10 +255,10 @@ const (
 // do runs fn and returns its result, or ctx's error if ctx ends first.
 // An abandoned fn keeps running; cleanup, if not nil, receives its result
 // once it returns.
-func do[T any](ctx context.Context, c *calls, fn func() (T, error), cleanup func(T, error)) (T, error, callState) {
+func do[T any](ctx context.Context, c *calls, fn func() (T, error), cleanup func(T, error)) (T, callState, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
-		return zero, err, notStarted
+		return zero, notStarted, err
 	}
 	type result struct {
 		v   T
@@ -271,7 +271,7 @@ func do[T any](ctx context.Context, c *calls, fn func() (T, error), cleanup func
 	})
 	select {
 	case r := <-ch:
-		return r.v, r.err, finished
+		return r.v, finished, r.err
 	case <-ctx.Done():
 		c.abandoned.Store(true)
 		if cleanup != nil {
@@ -280,7 +280,7 @@ func do[T any](ctx context.Context, c *calls, fn func() (T, error), cleanup func
 				cleanup(r.v, r.err)
 			})
 		}
-		return zero, ctx.Err(), abandoned
+		return zero, abandoned, ctx.Err()
 	}
 }
 

@@ -144,7 +144,7 @@ func (s *Session) reset(ctx context.Context) error {
 		s.bg.wg.Go(old.close)
 	}
 	for attempt := 0; ; attempt++ {
-		p, err, cs := do(ctx, &s.bg,
+		p, cs, err := do(ctx, &s.bg,
 			func() (*producer, error) {
 				sc, err := s.cfg.saramaConfig(s.watch)
 				if err != nil {
@@ -328,7 +328,7 @@ func (s *Session) Commit(ctx context.Context, offsets map[TopicPartition]int64, 
 	// 3. Commit, retrying what the broker answered as retriable.
 	mark := s.watch.count()
 	for attempt := 0; ; attempt++ {
-		_, err, cs := do(ctx, &p.calls, func() (struct{}, error) { return struct{}{}, p.ap.CommitTxn() }, nil)
+		_, cs, err := do(ctx, &p.calls, func() (struct{}, error) { return struct{}{}, p.ap.CommitTxn() }, nil)
 		switch cs {
 		case notStarted: // every earlier attempt was answered: not committed
 			return s.setFailure(stFailed, newError("commit", ErrAbortable, err))
@@ -367,7 +367,7 @@ func (s *Session) Abort(ctx context.Context) error {
 	}
 	mark := s.watch.count()
 	for attempt := 0; ; attempt++ {
-		_, err, cs := do(ctx, &p.calls, func() (struct{}, error) { return struct{}{}, p.ap.AbortTxn() }, nil)
+		_, cs, err := do(ctx, &p.calls, func() (struct{}, error) { return struct{}{}, p.ap.AbortTxn() }, nil)
 		switch cs {
 		case notStarted: // the transaction is as it was: Abort may be called again
 			s.mu.Lock()

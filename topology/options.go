@@ -74,14 +74,6 @@ func inferSerde[T any]() serde.Serde[T] {
 	return s.(serde.Serde[T])
 }
 
-// orInfer returns s, or the inferred serde when s is nil.
-func orInfer[T any](s serde.Serde[T]) serde.Serde[T] {
-	if s != nil {
-		return s
-	}
-	return inferSerde[T]()
-}
-
 // decoder builds a source's DecodeFunc from serdes. nil bytes stay nil.
 func decoder[K, V any](ks serde.Deserializer[K], vs serde.Deserializer[V]) processor.DecodeFunc {
 	return func(topic string, kb, vb []byte) (any, any, error) {
