@@ -49,4 +49,9 @@
 // error naming its topic, partition and offset; Skip logs and counts it;
 // DeadLetter writes it, unchanged, to "<topic>-dlq" with headers that name
 // the error and its position.
+//
+// # License
+//
+// weir is licensed under the Apache License 2.0 (Apache-2.0); see the
+// LICENSE file.
 package weir
