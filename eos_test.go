@@ -11,7 +11,6 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir"
@@ -19,6 +18,7 @@ import (
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/third_party/kfake"
 	"github.com/weirstream/weir/topology"
 )
 

@@ -35,9 +35,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
 	"github.com/weirstream/weir/internal/kafkatest/kfakehook"
+	"github.com/weirstream/weir/third_party/kfake"
 )
 
 // ErrOptions is wrapped by every error about invalid [Options].

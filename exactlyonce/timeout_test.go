@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir/exactlyonce"
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/third_party/kfake"
 )
 
 // delayEndTxn holds the EndTxn requests of txnID that arrive while hold

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/weirstream/weir/third_party/kfake"
 )
 
 // A brokerFault is one kfake fault injection: install returns a function

@@ -38,12 +38,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/embedded"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest/kfakehook"
+	"github.com/weirstream/weir/third_party/kfake"
 )
 
 // EnvBrokers is the environment variable naming a real cluster.

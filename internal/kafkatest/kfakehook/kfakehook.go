@@ -18,7 +18,7 @@ package kfakehook
 import (
 	"sync/atomic"
 
-	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/weirstream/weir/third_party/kfake"
 )
 
 var clusterOf atomic.Pointer[func(broker any) *kfake.Cluster]
