@@ -1511,6 +1511,15 @@ func (g *group) updateHeartbeat(m *groupMember) {
 		if g.members[m.memberID] != m {
 			return
 		}
+		// weir patch 1: a member waiting in JoinGroup is kept alive
+		// until the rebalance answers it (Kafka's
+		// shouldKeepMemberAlive); the reply schedules its next
+		// expiration.
+		if !m.waitingReply.empty() {
+			if _, joining := m.waitingReply.kreq.(*kmsg.JoinGroupRequest); joining {
+				return
+			}
+		}
 		g.updateMemberAndRebalance(m, nil, nil)
 	})
 }
@@ -1706,10 +1715,13 @@ func (g *group) reply(creq *clientReq, kresp kmsg.Response, m *groupMember) {
 	if m != nil {
 		m.waitingReply = nil
 	}
-	if !creq.reply(kresp) {
-		return
-	}
-	if m != nil {
+	sent := creq.reply(kresp)
+	// weir patch 2: the member's next session expiration is scheduled
+	// whether or not the reply reached it, as Kafka does when a join or
+	// sync completes. A member answered for the first time (a new one)
+	// has no other timer: skipping it on a dead connection left the
+	// member in the group for good.
+	if m != nil && (sent || g.members[m.memberID] == m) {
 		g.updateHeartbeat(m)
 	}
 }

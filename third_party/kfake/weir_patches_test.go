@@ -1,0 +1,273 @@
+package kfake
+
+// Raw-protocol tests of the patches weir carries (see PATCHES.md). Each
+// speaks the classic group protocol directly, one kgo client per member
+// (closing a client is a killed process: its connections drop), and
+// checks what Apache Kafka's group coordinator does.
+
+import (
+	"context"
+	"fmt"
+
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const patchGroup = "weir-patches"
+
+func newPatchCluster(t *testing.T) *Cluster {
+	t.Helper()
+	c, err := NewCluster(NumBrokers(1), GroupMinSessionTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// rawMember is one group member speaking the protocol by hand.
+type rawMember struct {
+	t       *testing.T
+	cl      *kgo.Client
+	id      string
+	gen     int32
+	session time.Duration
+	rebal   time.Duration
+}
+
+func newRawMember(t *testing.T, c *Cluster, session, rebalance time.Duration) *rawMember {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return &rawMember{t: t, cl: cl, session: session, rebal: rebalance}
+}
+
+func (m *rawMember) joinRequest() *kmsg.JoinGroupRequest {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Group = patchGroup
+	req.MemberID = m.id
+	req.SessionTimeoutMillis = int32(m.session / time.Millisecond)
+	req.RebalanceTimeoutMillis = int32(m.rebal / time.Millisecond)
+	req.ProtocolType = "consumer"
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name = "range"
+	p.Metadata = []byte{0, 0, 0, 0, 0, 0, 0, 0}
+	req.Protocols = append(req.Protocols, p)
+	return req
+}
+
+// join sends one JoinGroup and returns its response or error, within d.
+func (m *rawMember) join(d time.Duration) (*kmsg.JoinGroupResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	kresp, err := m.cl.Request(ctx, m.joinRequest())
+	if err != nil {
+		return nil, err
+	}
+	resp := kresp.(*kmsg.JoinGroupResponse)
+	if resp.ErrorCode == kerr.MemberIDRequired.Code {
+		m.id = resp.MemberID
+	}
+	return resp, nil
+}
+
+// joinFully joins as a new member: MEMBER_ID_REQUIRED, then the real join.
+func (m *rawMember) joinFully(d time.Duration) *kmsg.JoinGroupResponse {
+	m.t.Helper()
+	if _, err := m.join(d); err != nil {
+		m.t.Fatalf("first join: %v", err)
+	}
+	resp, err := m.join(d)
+	if err != nil {
+		m.t.Fatalf("join: %v", err)
+	}
+	m.joined(resp)
+	return resp
+}
+
+func (m *rawMember) joined(resp *kmsg.JoinGroupResponse) {
+	m.t.Helper()
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		m.t.Fatalf("join of %s: %v", m.id, err)
+	}
+	m.id, m.gen = resp.MemberID, resp.Generation
+}
+
+// sync sends SyncGroup; a leader assigns nothing to everyone it names.
+func (m *rawMember) sync(members ...string) {
+	m.t.Helper()
+	req := kmsg.NewPtrSyncGroupRequest()
+	req.Group, req.MemberID, req.Generation = patchGroup, m.id, m.gen
+	req.ProtocolType, req.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+	for _, id := range members {
+		a := kmsg.NewSyncGroupRequestGroupAssignment()
+		a.MemberID = id
+		req.GroupAssignment = append(req.GroupAssignment, a)
+	}
+	kresp, err := m.cl.Request(context.Background(), req)
+	if err != nil {
+		m.t.Fatalf("sync: %v", err)
+	}
+	if err := kerr.ErrorForCode(kresp.(*kmsg.SyncGroupResponse).ErrorCode); err != nil {
+		m.t.Fatalf("sync of %s: %v", m.id, err)
+	}
+}
+
+func (m *rawMember) heartbeat() error {
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Group, req.MemberID, req.Generation = patchGroup, m.id, m.gen
+	kresp, err := m.cl.Request(context.Background(), req)
+	if err != nil {
+		return err
+	}
+	return kerr.ErrorForCode(kresp.(*kmsg.HeartbeatResponse).ErrorCode)
+}
+
+func memberIDs(resp *kmsg.JoinGroupResponse) []string {
+	var ids []string
+	for _, m := range resp.Members {
+		ids = append(ids, m.MemberID)
+	}
+	return ids
+}
+
+func describeMembers(t *testing.T, cl *kgo.Client) (string, []string) {
+	t.Helper()
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Groups = []string{patchGroup}
+	kresp, err := cl.Request(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := kresp.(*kmsg.DescribeGroupsResponse).Groups[0]
+	var ids []string
+	for _, m := range g.Members {
+		ids = append(ids, m.MemberID)
+	}
+	return g.State, ids
+}
+
+// A member waiting in JoinGroup is kept alive however long the rebalance
+// takes (Kafka's GroupCoordinator.shouldKeepMemberAlive: a member awaiting
+// join is not expired by its session timeout) and is answered when the
+// rebalance completes. Unpatched kfake expired it after its session
+// timeout and never answered its JoinGroup: the client waited out its
+// request timeout, and a group whose members' joins all outlasted their
+// session timeouts never formed.
+func TestPatchMemberAwaitingJoinIsKeptAlive(t *testing.T) {
+	c := newPatchCluster(t)
+	a := newRawMember(t, c, time.Second, 10*time.Second)
+	b := newRawMember(t, c, 2*time.Second, 10*time.Second)
+
+	// a alone, then b joins and a rejoins: generation 2 with both.
+	a.sync(memberIDs(a.joinFully(5 * time.Second))...)
+	if _, err := b.join(5 * time.Second); err != nil { // MEMBER_ID_REQUIRED
+		t.Fatal(err)
+	}
+	bDone := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() {
+		resp, err := b.join(5 * time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		bDone <- resp
+	}()
+	time.Sleep(100 * time.Millisecond)
+	resp, err := a.join(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.joined(resp)
+	b.joined(<-bDone)
+	if len(resp.Members) != 2 {
+		t.Fatalf("generation %d has %d members, want 2", resp.Generation, len(resp.Members))
+	}
+	a.sync(memberIDs(resp)...)
+	b.sync()
+
+	// b goes silent (its session is 2 s); a rejoins at once (its own
+	// session is 1 s) and waits for b. Kafka expires b after 2 s and
+	// answers a, alone, in the next generation.
+	start := time.Now()
+	resp, err = a.join(8 * time.Second)
+	if err != nil {
+		t.Fatalf("a's JoinGroup was not answered (%v after sending it): %v", time.Since(start).Round(time.Millisecond), err)
+	}
+	a.joined(resp)
+	if got := memberIDs(resp); len(got) != 1 || got[0] != a.id {
+		t.Fatalf("generation %d members %v, want only %s", resp.Generation, got, a.id)
+	}
+}
+
+// A member whose JoinGroup response cannot be delivered (its process died
+// while it waited) still gets a session timeout and is removed when it
+// expires, as Kafka schedules the next heartbeat expiration of every
+// member when the join completes. Unpatched kfake skipped that when the
+// reply failed; a member never answered before (a new one) then had no
+// timer at all and stayed in the stable group for good, holding its
+// partitions.
+func TestPatchDeadJoinerExpires(t *testing.T) {
+	// Whether kfake sees the dead connection when it answers is a race (a
+	// reply may still fit in the connection's buffer, and then the member
+	// does get a timer): one round shows the bug half the time, six
+	// rounds 63 times in 64.
+	for round := 0; round < 6; round++ {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			c := newPatchCluster(t)
+			a := newRawMember(t, c, 500*time.Millisecond, 2*time.Second)
+			a.sync(memberIDs(a.joinFully(5 * time.Second))...)
+
+			// d joins as a new member and dies while waiting for a.
+			d := newRawMember(t, c, 500*time.Millisecond, 2*time.Second)
+			if _, err := d.join(5 * time.Second); err != nil { // MEMBER_ID_REQUIRED
+				t.Fatal(err)
+			}
+			go d.join(5 * time.Second) //nolint:errcheck // it dies waiting
+			time.Sleep(100 * time.Millisecond)
+			d.cl.Close()
+			time.Sleep(100 * time.Millisecond)
+
+			// a rejoins: the rebalance completes with a and d, whose
+			// answer goes nowhere; a assigns to both and stays alive,
+			// rejoining whenever the group rebalances. Kafka expires d
+			// one session timeout later and a ends up alone.
+			resp, err := a.join(5 * time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.joined(resp)
+			if len(resp.Members) != 2 {
+				t.Fatalf("generation %d has %d members, want 2", resp.Generation, len(resp.Members))
+			}
+			a.sync(memberIDs(resp)...)
+			const wait = 4 * time.Second
+			for deadline := time.Now().Add(wait); time.Now().Before(deadline); {
+				time.Sleep(100 * time.Millisecond)
+				switch err := a.heartbeat(); err {
+				case nil:
+					if state, ids := describeMembers(t, a.cl); state == "Stable" && len(ids) == 1 && ids[0] == a.id {
+						return
+					}
+				case kerr.RebalanceInProgress:
+					resp, err := a.join(5 * time.Second)
+					if err != nil {
+						t.Fatal(err)
+					}
+					a.joined(resp)
+					a.sync(memberIDs(resp)...)
+				default:
+					t.Fatal(err)
+				}
+			}
+			state, ids := describeMembers(t, a.cl)
+			t.Fatalf("%v after the dead joiner %s was answered the group is %s with members %v", wait, d.id, state, ids)
+		})
+	}
+}
