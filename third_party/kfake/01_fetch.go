@@ -431,6 +431,7 @@ full:
 
 		var pbytes, pBatchesAdded int
 		var lastMeta *batchMeta
+		var respFull bool
 		// Walk batches starting from the found position (segIdx, metaIdx).
 		// The first segment starts at metaIdx; subsequent segments start at 0.
 	segments:
@@ -446,7 +447,11 @@ full:
 					break segments
 				}
 				if nbytes += int(m.nbytes); nbytes > int(req.MaxBytes) && batchesAdded > 0 {
-					break full
+					// weir patch 3: the response is full, but this
+					// partition's batches so far still need their
+					// aborted transactions (below); was "break full".
+					respFull = true
+					break segments
 				}
 				if pbytes += int(m.nbytes); pbytes > int(fp.maxBytes) && batchesAdded > 0 {
 					break segments
@@ -482,6 +487,9 @@ full:
 				at.FirstOffset = e.firstOffset
 				sp.AbortedTransactions = append(sp.AbortedTransactions, at)
 			}
+		}
+		if respFull {
+			break full
 		}
 	}
 

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 const patchGroup = "weir-patches"
@@ -269,5 +270,85 @@ func TestPatchDeadJoinerExpires(t *testing.T) {
 			state, ids := describeMembers(t, a.cl)
 			t.Fatalf("%v after the dead joiner %s was answered the group is %s with members %v", wait, d.id, state, ids)
 		})
+	}
+}
+
+// A read_committed fetch whose response the request's MaxBytes cuts short
+// still lists the aborted transactions of the batches it returns. Unpatched
+// kfake stopped at the cut before looking them up, so a consumer that asks
+// for as many bytes in all as for the partition (sarama's fetches, weir's
+// range reader) received an aborted transaction's records as committed
+// ones whenever its range held more than one response.
+func TestPatchFullFetchListsAbortedTransactions(t *testing.T) {
+	c := newPatchCluster(t)
+	const topic = "aborted"
+	ctx := context.Background()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, 1, 1
+	create.Topics = append(create.Topics, ct)
+	if _, err := create.RequestWith(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+
+	// An aborted transaction of 20 batches of 1 KiB, then a committed one.
+	txn, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.TransactionalID("t"),
+		kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0), kgo.MaxBufferedRecords(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	value := make([]byte, 1024)
+	for _, commit := range []bool{false, true} {
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 20; i++ {
+			if err := txn.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := txn.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Fetch v11 (as sarama does for Kafka 2.5) from offset 0, MaxBytes
+	// equal to the partition's bound: a response of a few batches.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.MaxVersions(kversion.V2_5_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, maxBytes := range []int32{4 << 10, 1 << 20} {
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxWaitMillis, req.MinBytes = -1, 100, 1
+		req.MaxBytes, req.IsolationLevel, req.SessionEpoch = maxBytes, 1, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = 0, maxBytes, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := resp.Topics[0].Partitions[0]
+		if err := kerr.ErrorForCode(sp.ErrorCode); err != nil {
+			t.Fatal(err)
+		}
+		if len(sp.RecordBatches) == 0 {
+			t.Fatalf("MaxBytes %d: no record batch", maxBytes)
+		}
+		if len(sp.AbortedTransactions) != 1 || sp.AbortedTransactions[0].FirstOffset != 0 {
+			t.Errorf("MaxBytes %d: %d bytes of batches from offset 0 with aborted transactions %+v, want the one at offset 0",
+				maxBytes, len(sp.RecordBatches), sp.AbortedTransactions)
+		}
 	}
 }
