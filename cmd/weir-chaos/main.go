@@ -9,7 +9,7 @@
 //
 //	go run ./cmd/weir-chaos                                  # short suite, in-process kfake
 //	go run ./cmd/weir-chaos -brokers 127.0.0.1:9092          # short suite, a real cluster
-//	go run ./cmd/weir-chaos -long                            # 1,000,000 records, 50 kills per scenario
+//	go run ./cmd/weir-chaos -long                            # 1,000,000 records, 100 kills per scenario
 //	go run ./cmd/weir-chaos -modes continuous -guarantees exactly-once -records 200000 -kills 10 -seed 7
 package main
 
@@ -45,20 +45,20 @@ func run() int {
 	brokers := flag.String("brokers", "", "comma-separated bootstrap brokers of a real cluster; empty: an in-process kfake with broker faults")
 	modes := flag.String("modes", "continuous,micro-batch", "modes to run")
 	guarantees := flag.String("guarantees", "at-least-once,exactly-once", "guarantees to run")
-	long := flag.Bool("long", false, "the long version: 1,000,000 records, 50 kills, 10 rebalances, 3 stalls, 20 broker faults per scenario")
+	long := flag.Bool("long", false, "the long version: 1,000,000 records, 100 kills, 10 rebalances, 3 stalls, 20 broker faults per scenario")
 	records := flag.Int("records", 50_000, "input records per scenario")
-	kills := flag.Int("kills", 5, "SIGKILLs (each followed by a restart) per scenario")
+	kills := flag.Int("kills", 12, "SIGKILLs (each followed by a restart) per scenario")
 	rebalances := flag.Int("rebalances", 4, "membership changes by graceful leaves and joins per scenario")
 	stalls := flag.Int("stalls", 1, "members stalled past their session timeout per scenario")
 	faults := flag.Int("faults", 5, "broker faults per scenario (kfake only)")
-	gap := flag.Duration("gap", 2*time.Second, "time between events")
+	gap := flag.Duration("gap", 2*time.Second, "mean time between events (each drawn from the seed between half and one and a half of it)")
 	converge := flag.Duration("converge", 3*time.Minute, "bound on the wait for complete output after the last event")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()%1_000_000), "seed of the input and the events")
 	work := flag.String("workdir", "", "directory for state dirs and child logs (default: a temporary one, removed after a PASS)")
 	quiet := flag.Bool("quiet", false, "no progress lines on stderr")
 	flag.Parse()
 	if *long {
-		*records, *kills, *rebalances, *stalls, *faults = 1_000_000, 50, 10, 3, 20
+		*records, *kills, *rebalances, *stalls, *faults = 1_000_000, 100, 10, 3, 20
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,6 +37,9 @@ type ChildConfig struct {
 	Mode      string   `json:"mode"`
 	Guarantee string   `json:"guarantee"`
 	Topics    Topics   `json:"topics"`
+	// MaxRecordsPerBatch bounds a micro-batch (microbatch.Config); the
+	// scenario draws it from its seed.
+	MaxRecordsPerBatch int64 `json:"maxRecordsPerBatch,omitempty"`
 }
 
 // IsChild reports whether this process is a chaos child instance (started
@@ -68,7 +72,7 @@ func RunChild() error {
 		opts = append(opts, weir.WithGuarantee(weir.ExactlyOnce))
 	}
 	if cfg.Mode == weir.MicroBatch.String() {
-		opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: 2000}))
+		opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: cmp.Or(cfg.MaxRecordsPerBatch, 2000)}))
 	}
 	app, err := weir.New(topo, opts...)
 	if err != nil {

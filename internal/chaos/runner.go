@@ -44,7 +44,8 @@ type Config struct {
 	Records, Kills, Rebalances, Stalls, Faults int
 	// Seed drives the input and the events.
 	Seed uint64
-	// Gap is the time between events (2s if zero).
+	// Gap is the mean time between events (2s if zero); each gap is drawn
+	// from the seed between half and one and a half of it.
 	Gap time.Duration
 	// Converge bounds the wait for complete output after the last event
 	// (3 minutes if zero).
@@ -93,6 +94,9 @@ type scenario struct {
 	members []*member
 	res     Result
 	exp     *expectation
+	// batch is the micro-batch size of the instances, drawn from the
+	// seed (0 in continuous mode).
+	batch int64
 }
 
 func (s *scenario) logf(format string, args ...any) {
@@ -144,6 +148,13 @@ func (s *scenario) run(ctx context.Context) error {
 	if err := createTopics(ctx, s.cfg.Brokers, s.topics.In, s.topics.Copy, s.topics.Agg); err != nil {
 		return err
 	}
+	if s.cfg.Mode == "micro-batch" {
+		// Batches of one to five thousand records: where a batch ends
+		// relative to the transactions it reads is part of the
+		// interleaving a seed explores.
+		s.batch = 1000 + s.rng.Int64N(4001)
+		s.logf("micro-batches of at most %d records", s.batch)
+	}
 	inputs := Generate(s.cfg.Seed, s.cfg.Records)
 	s.exp = newExpectation(inputs)
 	if err := os.MkdirAll(s.cfg.WorkDir, 0o755); err != nil {
@@ -163,7 +174,9 @@ func (s *scenario) run(ctx context.Context) error {
 	produced := make(chan error, 1)
 	go func() { produced <- s.produce(ctx, inputs, span) }()
 	for _, ev := range events {
-		if err := s.sleep(ctx, s.cfg.Gap); err != nil {
+		// Gap on average, between half and one and a half of it.
+		gap := s.cfg.Gap/2 + time.Duration(s.rng.Int64N(int64(s.cfg.Gap)))
+		if err := s.sleep(ctx, gap); err != nil {
 			return err
 		}
 		if err := s.checkMembers(); err != nil {
@@ -290,7 +303,7 @@ func (s *scenario) plan() []func(context.Context) error {
 }
 
 func (s *scenario) startMember(m *member) error {
-	cfg := ChildConfig{Brokers: s.cfg.Brokers, App: s.app, StateDir: m.dir, Mode: s.cfg.Mode, Guarantee: s.cfg.Guarantee, Topics: s.topics}
+	cfg := ChildConfig{Brokers: s.cfg.Brokers, App: s.app, StateDir: m.dir, Mode: s.cfg.Mode, Guarantee: s.cfg.Guarantee, Topics: s.topics, MaxRecordsPerBatch: s.batch}
 	m.starts++
 	if err := os.MkdirAll(filepath.Dir(m.dir), 0o755); err != nil {
 		return err
