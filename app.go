@@ -47,7 +47,7 @@ func New(topo *topology.Topology, opts ...Option) (*App, error) {
 	if topo == nil {
 		return nil, fmt.Errorf("%w: nil topology", ErrConfig)
 	}
-	cfg := config{epochInterval: continuous.DefaultEpochInterval}
+	cfg := config{epochInterval: continuous.DefaultEpochInterval, replication: -1}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -68,6 +68,13 @@ func New(topo *topology.Topology, opts ...Option) (*App, error) {
 		return nil, fmt.Errorf("%w: unknown bad-record policy %d", ErrConfig, int(cfg.badRecords))
 	case cfg.progressReports < 0:
 		return nil, fmt.Errorf("%w: negative progress report count %d", ErrConfig, cfg.progressReports)
+	case cfg.replication == 0 || cfg.replication < -1:
+		return nil, fmt.Errorf("%w: replication factor %d (WithReplicationFactor: -1 for the broker's default, or 1 and more)", ErrConfig, cfg.replication)
+	}
+	for k := range cfg.topicConfig {
+		if k == "" || k == "cleanup.policy" {
+			return nil, fmt.Errorf("%w: topic config %q (WithTopicConfig; weir sets cleanup.policy itself)", ErrConfig, k)
+		}
 	}
 	if cfg.httpOn {
 		if _, _, err := net.SplitHostPort(cfg.httpAddr); err != nil {
@@ -126,6 +133,7 @@ func (a *App) Run(ctx context.Context) error {
 		SessionTimeout: a.cfg.sessionTimeout, HeartbeatInterval: a.cfg.heartbeatInterval,
 		InstanceID: a.cfg.instanceID, StateDir: a.cfg.stateDir, StagingLimit: a.cfg.stagingLimit,
 		Standbys: a.cfg.standbys, Hooks: a.metrics.Hooks(),
+		InternalTopics: runtime.TopicSettings{ReplicationFactor: a.cfg.replication, Config: a.cfg.topicConfig},
 	})
 	if err != nil {
 		return fmt.Errorf("weir: %w", err)

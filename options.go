@@ -36,6 +36,8 @@ type config struct {
 	httpAddr          string
 	httpAdvertise     string
 	progressReports   int
+	replication       int16
+	topicConfig       map[string]string
 }
 
 type sasl struct{ mechanism, user, password string }
@@ -180,3 +182,30 @@ func WithStagingLimit(bytes int64) Option { return func(c *config) { c.stagingLi
 // the last changes instead of the whole changelog. It costs the reads of
 // every changelog and the disk for every store.
 func WithStandbyReplicas() Option { return func(c *config) { c.standbys = true } }
+
+// WithReplicationFactor sets the replication factor of the topics weir
+// creates: repartition, changelog and dead-letter topics (Kafka Streams'
+// replication.factor). The default, -1, takes the broker's
+// default.replication.factor (KIP-464, Kafka 2.4+). On a production
+// cluster use 3, with min.insync.replicas=2 on the broker or through
+// WithTopicConfig, so that an internal topic survives a broker failure as
+// the input and output topics do. New rejects 0 and values below -1; a
+// factor above the cluster's broker count fails topic creation at Run
+// (INVALID_REPLICATION_FACTOR). Existing topics are not changed.
+func WithReplicationFactor(n int16) Option { return func(c *config) { c.replication = n } }
+
+// WithTopicConfig sets a topic config (such as "min.insync.replicas" or
+// "retention.ms") on the topics weir creates: repartition, changelog and
+// dead-letter topics (Kafka Streams' "topic." prefixed settings). It may be
+// given more than once. A changelog is always created with
+// cleanup.policy=compact, which New therefore refuses to override; the
+// broker checks the rest at topic creation. Existing topics are not
+// changed.
+func WithTopicConfig(key, value string) Option {
+	return func(c *config) {
+		if c.topicConfig == nil {
+			c.topicConfig = map[string]string{}
+		}
+		c.topicConfig[key] = value
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,33 @@ type Config struct {
 	Standbys bool
 	// Hooks receive commit and rebalance events (optional).
 	Hooks Hooks
+	// InternalTopics are the replication factor and configs of the topics
+	// Prepare creates (repartition, changelog, dead-letter).
+	InternalTopics TopicSettings
+}
+
+// TopicSettings are what weir's internal topics are created with besides
+// their partition count and cleanup policy.
+type TopicSettings struct {
+	// ReplicationFactor: -1 or 0 for the broker's default.
+	ReplicationFactor int16
+	// Config holds topic configs; cleanup.policy is weir's to set.
+	Config map[string]string
+}
+
+// spec returns the TopicSpec of an internal topic.
+func (ts TopicSettings) spec(name string, partitions int32, compacted bool) kafka.TopicSpec {
+	spec := kafka.TopicSpec{Name: name, Partitions: partitions, ReplicationFactor: max(ts.ReplicationFactor, 0)}
+	if len(ts.Config) > 0 || compacted {
+		spec.Config = maps.Clone(ts.Config)
+		if spec.Config == nil {
+			spec.Config = map[string]string{}
+		}
+		if compacted {
+			spec.Config["cleanup.policy"] = "compact"
+		}
+	}
+	return spec
 }
 
 // Runtime holds what an engine needs to run a topology on Kafka: the topic
@@ -151,15 +179,11 @@ func (r *Runtime) Prepare(ctx context.Context) error {
 	}
 	var specs []kafka.TopicSpec
 	for _, it := range plan.Internal {
-		spec := kafka.TopicSpec{Name: it.Name, Partitions: it.Partitions}
-		if it.Compacted {
-			spec.Config = map[string]string{"cleanup.policy": "compact"}
-		}
-		specs = append(specs, spec)
+		specs = append(specs, r.cfg.InternalTopics.spec(it.Name, it.Partitions, it.Compacted))
 	}
 	if r.cfg.BadRecords == DeadLetter {
 		for topic, sub := range plan.Subtopology {
-			specs = append(specs, kafka.TopicSpec{Name: DeadLetterTopic(topic), Partitions: plan.Partitions[sub]})
+			specs = append(specs, r.cfg.InternalTopics.spec(DeadLetterTopic(topic), plan.Partitions[sub], false))
 		}
 	}
 	if len(specs) > 0 {
