@@ -1322,16 +1322,26 @@ func (g *group) rebalance() {
 		}
 	}
 
+	// weir patch 5: the join deadline is set when the group enters
+	// PreparingRebalance and not moved by later joins and removals, as
+	// Kafka's DelayedJoin; moving it let a stream of joins (instances
+	// restarting) hold a rebalance open for good.
+	preparing := g.state == groupPreparingRebalance && g.tRebalance != nil
 	g.state = groupPreparingRebalance
 	g.clearPendingSync()
 
-	if g.nJoining >= len(g.members) {
+	// weir patch 4: count the members waiting in JoinGroup rather than
+	// trust nJoining, which removeMember also decremented for a member
+	// waiting in SyncGroup: one such removal and the join never
+	// completed before its deadline.
+	if g.awaitingJoin() >= len(g.members) {
 		g.completeRebalance()
 		return
 	}
+	if preparing {
+		return
+	}
 
-	// Always reset the timer with the current max rebalance timeout.
-	// A subsequent rebalance() call may have a different timeout.
 	if g.tRebalance != nil {
 		g.tRebalance.Stop()
 	}
@@ -1348,6 +1358,19 @@ func (g *group) rebalance() {
 		}
 		g.completeRebalance()
 	})
+}
+
+// awaitingJoin counts the members waiting in JoinGroup (weir patch 4).
+func (g *group) awaitingJoin() int {
+	n := 0
+	for _, m := range g.members {
+		if !m.waitingReply.empty() {
+			if _, ok := m.waitingReply.kreq.(*kmsg.JoinGroupRequest); ok {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Transitions the group to either dead or stable, depending on if any members
@@ -1511,14 +1534,13 @@ func (g *group) updateHeartbeat(m *groupMember) {
 		if g.members[m.memberID] != m {
 			return
 		}
-		// weir patch 1: a member waiting in JoinGroup is kept alive
-		// until the rebalance answers it (Kafka's
-		// shouldKeepMemberAlive); the reply schedules its next
-		// expiration.
+		// weir patch 1: a member waiting in JoinGroup or SyncGroup is
+		// kept alive until the rebalance answers it (Kafka's
+		// MemberMetadata.shouldKeepAlive); the reply schedules its next
+		// expiration, and the rebalance and pending-sync deadlines
+		// bound the wait.
 		if !m.waitingReply.empty() {
-			if _, joining := m.waitingReply.kreq.(*kmsg.JoinGroupRequest); joining {
-				return
-			}
+			return
 		}
 		g.updateMemberAndRebalance(m, nil, nil)
 	})

@@ -352,3 +352,137 @@ func TestPatchFullFetchListsAbortedTransactions(t *testing.T) {
 		}
 	}
 }
+
+// leave sends LeaveGroup for m.
+func (m *rawMember) leave() {
+	m.t.Helper()
+	req := kmsg.NewPtrLeaveGroupRequest()
+	req.Group = patchGroup
+	lm := kmsg.NewLeaveGroupRequestMember()
+	lm.MemberID = m.id
+	req.Members = append(req.Members, lm)
+	if _, err := m.cl.Request(context.Background(), req); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// A member that leaves while it waits in SyncGroup does not keep the next
+// rebalance waiting: the remaining member's join completes at once. (Kafka
+// completes a join when every member it knows has joined.) Unpatched kfake
+// counted the leaver's removal against the members waiting in JoinGroup,
+// so the join waited out the whole rebalance timeout.
+func TestPatchLeaveDuringSyncDoesNotHoldTheNextJoin(t *testing.T) {
+	c := newPatchCluster(t)
+	a := newRawMember(t, c, 10*time.Second, 8*time.Second)
+	b := newRawMember(t, c, 10*time.Second, 8*time.Second)
+	a.sync(memberIDs(a.joinFully(5 * time.Second))...)
+	if _, err := b.join(5 * time.Second); err != nil { // MEMBER_ID_REQUIRED
+		t.Fatal(err)
+	}
+	bJoined := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() {
+		resp, err := b.join(5 * time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		bJoined <- resp
+	}()
+	time.Sleep(100 * time.Millisecond)
+	resp, err := a.join(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.joined(resp)
+	b.joined(<-bJoined)
+
+	// b syncs first and waits for the leader's assignment; then it leaves.
+	go func() {
+		req := kmsg.NewPtrSyncGroupRequest()
+		req.Group, req.MemberID, req.Generation = patchGroup, b.id, b.gen
+		req.ProtocolType, req.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+		_, _ = b.cl.Request(context.Background(), req) // answered with an error or never
+	}()
+	time.Sleep(200 * time.Millisecond)
+	b.leave()
+
+	start := time.Now()
+	resp, err = a.join(8 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.joined(resp)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("a's join, a the only member left, was answered after %v (the rebalance timeout is 8s)", took.Round(time.Millisecond))
+	}
+}
+
+// Joins during a rebalance do not move its deadline: a member that keeps
+// heartbeating but never rejoins is removed, and the others answered, one
+// rebalance timeout after the rebalance began (Kafka's DelayedJoin).
+// Unpatched kfake restarted the deadline at every join, so instances
+// restarting faster than the rebalance timeout kept the group from ever
+// forming.
+func TestPatchJoinsDoNotMoveTheJoinDeadline(t *testing.T) {
+	c := newPatchCluster(t)
+	const rebalance = 3 * time.Second
+	a := newRawMember(t, c, 10*time.Second, rebalance)
+	b := newRawMember(t, c, 10*time.Second, rebalance)
+	a.sync(memberIDs(a.joinFully(5 * time.Second))...)
+	if _, err := b.join(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	bJoined := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() {
+		resp, _ := b.join(5 * time.Second)
+		bJoined <- resp
+	}()
+	time.Sleep(100 * time.Millisecond)
+	resp, err := a.join(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.joined(resp)
+	b.joined(<-bJoined)
+	a.sync(memberIDs(resp)...)
+	b.sync()
+
+	// a rejoins: a rebalance begins. b heartbeats on but never rejoins;
+	// new members join every second meanwhile.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+				_ = b.heartbeat()
+			}
+		}
+	}()
+	start := time.Now()
+	aJoined := make(chan error, 1)
+	var took time.Duration
+	go func() {
+		resp, err := a.join(4 * rebalance)
+		took = time.Since(start)
+		if err == nil {
+			a.joined(resp)
+		}
+		aJoined <- err
+	}()
+	for i := 0; i < 4; i++ {
+		time.Sleep(time.Second)
+		n := newRawMember(t, c, 10*time.Second, rebalance)
+		if _, err := n.join(5 * time.Second); err != nil { // MEMBER_ID_REQUIRED
+			t.Fatal(err)
+		}
+		go n.join(4 * rebalance) //nolint:errcheck // answered with the others
+	}
+	if err := <-aJoined; err != nil {
+		t.Fatal(err)
+	}
+	if took > rebalance+time.Second {
+		t.Fatalf("the rebalance begun by a's join completed after %v, its timeout is %v", took.Round(time.Millisecond), rebalance)
+	}
+}
