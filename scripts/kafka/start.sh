@@ -40,7 +40,7 @@
 # times, min.insync.replicas and the internal topics' min ISR 2 (1 when N=2),
 # unclean.leader.election.enable=false. Files go to run-cluster/node<i>/
 # (gitignored; layout in cluster-lib.sh). KAFKA_HEAP_OPTS defaults to
-# "-Xms128m -Xmx512m" per node (RSS about 310-340 MB idle, 410-460 MB after
+# "-Xms128m -Xmx512m" per node (RSS about 310-370 MB idle, 410-460 MB after
 # a million records). It waits until every node has started and all N
 # brokers answer, then prints KAFKA_BROKERS with all N addresses. Idempotent
 # as above; a cluster with a node down (node.sh kill) is not restarted: use
