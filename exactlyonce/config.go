@@ -182,8 +182,10 @@ func (c Config) saramaConfig(dialer *connWatch) (*sarama.Config, error) {
 	sc.Producer.Idempotent = true
 	sc.Producer.RequiredAcks = sarama.WaitForAll
 	sc.Producer.Timeout = min(10*time.Second, (c.RequestTimeout * 2 / 3).Truncate(time.Millisecond))
-	sc.Producer.Retry.Max = 5
-	sc.Producer.Retry.Backoff = 100 * time.Millisecond
+	// Ride out a leader election (kafka.ProducerRetries); the transaction
+	// timeout bounds the wait.
+	sc.Producer.Retry.Max = kafka.ProducerRetries
+	sc.Producer.Retry.BackoffFunc = kafka.ProducerBackoff
 	sc.Producer.Return.Successes = true
 	sc.Producer.Return.Errors = true
 	sc.Producer.MaxMessageBytes = kafka.MaxMessageBytes

@@ -248,6 +248,7 @@ func (a *Admin) listOffsets(ctx context.Context, topic string, partitions []int3
 	}
 	out := make(map[int32]int64, len(partitions))
 	pending := slices.Clone(partitions)
+	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("kafka: list offsets of %q: %w", topic, err)
@@ -277,8 +278,8 @@ func (a *Admin) listOffsets(ctx context.Context, topic string, partitions []int3
 		if len(retry) == 0 {
 			return out, nil
 		}
-		if attempt >= 10 {
-			return nil, fmt.Errorf("kafka: list offsets of %q partitions %v: %w", topic, retry, lastErr)
+		if time.Since(start) > retryBudget {
+			return nil, fmt.Errorf("kafka: list offsets of %q partitions %v: %d attempts in %v: %w", topic, retry, attempt+1, retryBudget, lastErr)
 		}
 		_ = a.client.RefreshMetadata(topic)
 		pending = retry
@@ -303,12 +304,13 @@ func (a *Admin) CommittedOffsets(ctx context.Context, group, topic string, parti
 			partitions = append(partitions, p)
 		}
 	}
+	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		out, retry, err := a.fetchCommitted(group, topic, partitions)
 		if err == nil {
 			return out, nil
 		}
-		if !retry || attempt >= 50 {
+		if !retry || time.Since(start) > retryBudget {
 			return nil, err
 		}
 		if perr := pause(ctx, backoff(attempt)); perr != nil {
@@ -415,6 +417,16 @@ func retriableGroupError(err error) bool {
 		errors.Is(err, sarama.ErrUnstableOffsetCommit) ||
 		errors.Is(err, sarama.ErrRequestTimedOut)
 }
+
+// retryBudget is how long an operation retries the errors a retry can
+// cure — a leader or coordinator that moved, a broker that does not
+// answer — before it gives up: Kafka's default.api.timeout.ms. A broker
+// that dies keeps its leaderships until the controller fences it
+// (broker.session.timeout.ms, 9 s by default) and a restarted one takes
+// seconds more to serve; budgets of a few attempts ran out first, and a
+// broker restart stopped the application (found by the reliability suite
+// on a three-broker cluster).
+const retryBudget = 60 * time.Second
 
 // backoff is the wait before retry number attempt: 50 ms doubling to 1 s.
 func backoff(attempt int) time.Duration {

@@ -3,11 +3,15 @@ package kafka_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/third_party/kfake"
 )
 
 func TestAdmin(t *testing.T) {
@@ -81,4 +85,40 @@ func TestNewAdminRejectsBadConfig(t *testing.T) {
 	require.ErrorIs(t, err, kafka.ErrConfig)
 	_, err = kafka.NewAdmin(kafka.Config{Brokers: []string{"127.0.0.1:1"}, SASL: &kafka.SASL{Mechanism: "GSSAPI", User: "u", Password: "p"}})
 	require.ErrorIs(t, err, kafka.ErrConfig)
+}
+
+// A partition without a leader for longer than a few retries — a broker
+// that died keeps its leaderships until the controller fences it, 9 s by
+// default — delays EndOffsets, StableOffsets and ReadRange but does not
+// fail them. (Found by the reliability suite on a three-broker cluster:
+// with a budget of 11 attempts, about 6.5 s, a killed leader stopped the
+// micro-batch planner and with it the application.)
+func TestOffsetsAndReadsRideOutALeaderElection(t *testing.T) {
+	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
+	ctx := t.Context()
+	a, err := kafka.NewAdmin(env.Config())
+	require.NoError(t, err)
+	defer a.Close()
+	topic := kafkatest.Topic(t)
+	kafkatest.CreateTopic(t, env, topic, 1)
+	kafkatest.Produce(t, env, kafka.Record{Topic: topic, Partition: 0, Value: []byte("v")})
+
+	const down = 9 * time.Second
+	for _, key := range []kmsg.Key{kmsg.ListOffsets, kmsg.Fetch} {
+		t.Run(key.Name(), func(t *testing.T) {
+			f := env.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{key}, Topic: topic, Err: kerr.NotLeaderForPartition, Count: -1})
+			time.AfterFunc(down, f.Remove)
+			start := time.Now()
+			if key == kmsg.ListOffsets {
+				ends, err := a.StableOffsets(ctx, topic, []int32{0})
+				require.NoError(t, err)
+				require.Equal(t, int64(1), ends[0])
+			} else {
+				got, err := readRange(ctx, a, topic, 0, 0, 1, true)
+				require.NoError(t, err)
+				require.Len(t, got, 1)
+			}
+			require.GreaterOrEqual(t, time.Since(start), down-time.Second, "the fault was not in the way")
+		})
+	}
 }

@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/IBM/sarama"
 )
-
-// maxCommitAttempts bounds the retries of one commit (about 45 s of
-// backoff), for a caller whose ctx has no deadline.
-const maxCommitAttempts = 50
 
 // committer holds a member's marked offsets and commits them synchronously.
 //
@@ -115,11 +112,12 @@ func (c *committer) committed(tp topicPartition, offset int64) {
 // them all, or with the first error it cannot retry. Transient errors
 // (coordinator moved or loading, REBALANCE_IN_PROGRESS while the group
 // completes a rebalance, a generation that moved on under the session) are
-// retried until ctx is done (at most maxCommitAttempts times). Marks made
+// retried until ctx is done, for retryBudget at most. Marks made
 // while a commit is under way are sent by a retry, or by the next commit.
 func (c *committer) commit(ctx context.Context, sess sarama.ConsumerGroupSession) error {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
+	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		offsets := c.dirty()
 		if len(offsets) == 0 {
@@ -132,8 +130,8 @@ func (c *committer) commit(ctx context.Context, sess sarama.ConsumerGroupSession
 		if !retry {
 			return err
 		}
-		if attempt >= maxCommitAttempts {
-			return fmt.Errorf("kafka: commit: giving up after %d attempts: %w", attempt+1, err)
+		if time.Since(start) > retryBudget {
+			return fmt.Errorf("kafka: commit: giving up after %d attempts in %v: %w", attempt+1, retryBudget, err)
 		}
 		if perr := pause(ctx, backoff(attempt)); perr != nil {
 			if err == nil {

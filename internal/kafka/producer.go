@@ -36,6 +36,21 @@ type Producer struct {
 	t deliveries
 }
 
+// ProducerRetries and ProducerBackoff are the retries of every producer
+// weir creates: about 12 s of backoff doubling from 50 ms to 1 s, so that
+// a partition whose leader died — its leadership moves once the
+// controller fences the broker, 9 s later by default — is written by a
+// retry rather than failed. (Kafka's Java producer retries for its
+// delivery.timeout.ms, 2 minutes; weir's producers do not wait that long
+// because a record that cannot be written at all — a partition that does
+// not exist — should fail the epoch in seconds.) Idempotence keeps the
+// retries from duplicating or reordering records.
+const ProducerRetries = 16
+
+// ProducerBackoff is sarama's Producer.Retry.BackoffFunc for
+// ProducerRetries.
+func ProducerBackoff(retries, _ int) time.Duration { return backoff(retries) }
+
 // NewProducer connects a Producer.
 func NewProducer(cfg Config) (*Producer, error) {
 	sc, err := cfg.saramaConfig()
@@ -45,8 +60,8 @@ func NewProducer(cfg Config) (*Producer, error) {
 	sc.Producer.Idempotent = true
 	sc.Producer.RequiredAcks = sarama.WaitForAll
 	sc.Net.MaxOpenRequests = 1
-	sc.Producer.Retry.Max = 10
-	sc.Producer.Retry.Backoff = 100 * time.Millisecond
+	sc.Producer.Retry.Max = ProducerRetries
+	sc.Producer.Retry.BackoffFunc = ProducerBackoff
 	sc.Producer.Return.Successes = true
 	sc.Producer.Return.Errors = true
 	sc.Producer.MaxMessageBytes = MaxMessageBytes

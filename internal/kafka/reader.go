@@ -27,9 +27,6 @@ const (
 	// readGuessRecordBytes is the bytes per record assumed before an
 	// Admin has read any.
 	readGuessRecordBytes = 256
-	// readMaxRetries bounds consecutive failed fetches (leader moves,
-	// network errors) before ReadRange gives up: about 17 s of backoff.
-	readMaxRetries = 20
 	// readUnknownRetries bounds the retries of a fetch answered
 	// UNKNOWN_TOPIC_OR_PARTITION by a leader the metadata names.
 	readUnknownRetries = 3
@@ -71,7 +68,7 @@ const (
 // *[PartitionError] wrapping sarama.ErrOffsetOutOfRange.
 //
 // Broker errors that a metadata refresh can cure (leader moves, network
-// errors) are retried with backoff, 20 times in a row at most; the rest are
+// errors) are retried with backoff for a minute at most; the rest are
 // *[PartitionError]s wrapping the sarama.KError. A topic or partition the
 // cluster metadata does not have is one wrapping [ErrUnknownTopic] too
 // (after sarama's own metadata retries, about half a second). A closed
@@ -171,6 +168,7 @@ func (r *rangeReader) wantBytes() int32 {
 // run fetches until next reaches to.
 func (r *rangeReader) run(ctx context.Context) error {
 	retries, stalls := 0, 0
+	var failingSince time.Time
 	for r.next < r.to {
 		if err := ctx.Err(); err != nil {
 			return r.errorf("%w", err)
@@ -193,14 +191,14 @@ func (r *rangeReader) run(ctx context.Context) error {
 			// retries.
 			var lookup *leaderLookupError
 			refreshed := errors.As(err, &lookup)
-			limit := readMaxRetries
-			if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
-				limit = readUnknownRetries
-				if refreshed {
-					limit = 0
-				}
+			if retries == 0 {
+				failingSince = time.Now()
 			}
-			if retries >= limit {
+			giveUp := time.Since(failingSince) > retryBudget
+			if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+				giveUp = retries >= readUnknownRetries || refreshed
+			}
+			if giveUp {
 				return r.fatal(fmt.Errorf("%d attempts: %w", retries+1, err))
 			}
 			r.a.cfg.logger().Debug("kafka: read: fetch failed, retrying",
