@@ -10,6 +10,7 @@
 //	go run ./cmd/weir-chaos                                  # short suite, in-process kfake
 //	go run ./cmd/weir-chaos -brokers 127.0.0.1:9092          # short suite, a real cluster
 //	go run ./cmd/weir-chaos -long                            # 1,000,000 records, 100 kills per scenario
+//	go run ./cmd/weir-chaos -brokers $KAFKA_BROKERS -nodes scripts/kafka/node.sh   # a KAFKA_NODES=3 cluster, with broker faults
 //	go run ./cmd/weir-chaos -modes continuous -guarantees exactly-once -records 200000 -kills 10 -seed 7
 package main
 
@@ -50,7 +51,8 @@ func run() int {
 	kills := flag.Int("kills", 12, "SIGKILLs (each followed by a restart) per scenario")
 	rebalances := flag.Int("rebalances", 4, "membership changes by graceful leaves and joins per scenario")
 	stalls := flag.Int("stalls", 1, "members stalled past their session timeout per scenario")
-	faults := flag.Int("faults", 5, "broker faults per scenario (kfake only)")
+	faults := flag.Int("faults", 5, "broker faults per scenario (on kfake, or on a real cluster with -nodes)")
+	nodes := flag.String("nodes", "", "script that controls the brokers of the -brokers cluster (scripts/kafka/node.sh of a KAFKA_NODES=3 cluster): broker faults then kill, stall and restart them")
 	gap := flag.Duration("gap", 2*time.Second, "mean time between events (each drawn from the seed between half and one and a half of it)")
 	converge := flag.Duration("converge", 3*time.Minute, "bound on the wait for complete output after the last event")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()%1_000_000), "seed of the input and the events")
@@ -84,6 +86,11 @@ func run() int {
 	}
 	if *brokers != "" {
 		base.Brokers = strings.Split(*brokers, ",")
+		if *nodes != "" {
+			base.Name, base.Nodes = "cluster", chaos.ScriptNodes{Script: *nodes}
+		} else {
+			base.Faults = 0
+		}
 	} else {
 		b, err := embedded.Start(ctx, kafkatest.KfakeOptions())
 		if err != nil {

@@ -30,6 +30,9 @@ type Config struct {
 	// Cluster is the kfake cluster behind Brokers for fault injection; nil
 	// on a real broker (no broker faults then).
 	Cluster *kfake.Cluster
+	// Nodes controls the brokers of a real cluster for broker faults
+	// (clusterFaults); nil for none.
+	Nodes Nodes
 	// Exe is the command that starts a child instance: a program that
 	// calls RunChild when IsChild (the environment is added).
 	Exe []string
@@ -40,7 +43,9 @@ type Config struct {
 	Mode, Guarantee string
 	// Records is the input size; Kills, Rebalances (membership changes by
 	// graceful leaves and joins), Stalls (a member stopped past its
-	// session timeout) and Faults (kfake only) the events.
+	// session timeout) and Faults (broker faults: kfake's injected errors,
+	// or with Nodes a real cluster's brokers killed, stalled and restarted)
+	// the events.
 	Records, Kills, Rebalances, Stalls, Faults int
 	// Seed drives the input and the events.
 	Seed uint64
@@ -286,7 +291,12 @@ func (s *scenario) plan() []func(context.Context) error {
 	for range s.cfg.Stalls {
 		evs = append(evs, s.stall)
 	}
-	if s.cfg.Cluster != nil {
+	if s.cfg.Nodes != nil {
+		for i := range s.cfg.Faults {
+			f := clusterFaults[i%len(clusterFaults)]
+			evs = append(evs, func(ctx context.Context) error { return s.clusterFault(ctx, f) })
+		}
+	} else if s.cfg.Cluster != nil {
 		var faults []brokerFault
 		for _, f := range brokerFaults {
 			if !f.txn || s.cfg.Guarantee == "exactly-once" {
