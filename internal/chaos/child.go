@@ -50,6 +50,10 @@ func IsChild() bool { return os.Getenv(childEnv) != "" }
 // SIGTERM or SIGINT (a graceful stop) and returns Run's error. Programs
 // call it from main (or TestMain) when IsChild.
 func RunChild() error {
+	// First of all, so that a SIGTERM that comes right after the start is
+	// a graceful stop, not the default action (exit by the signal).
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
 	var cfg ChildConfig
 	if err := json.Unmarshal([]byte(os.Getenv(childEnv)), &cfg); err != nil {
 		return fmt.Errorf("chaos: child configuration: %w", err)
@@ -78,14 +82,17 @@ func RunChild() error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	return app.Run(ctx)
 }
+
+// childStartup is how long a child is given to install its signal
+// handler before stop signals it.
+const childStartup = 500 * time.Millisecond
 
 // proc is one running child process.
 type proc struct {
 	cmd     *exec.Cmd
+	started time.Time
 	log     *os.File
 	done    chan struct{}
 	err     error // Wait's result, set before done closes
@@ -109,7 +116,7 @@ func startProc(exe []string, cfg ChildConfig, logPath string) (*proc, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("chaos: start child: %w", err)
 	}
-	p := &proc{cmd: cmd, log: f, done: make(chan struct{})}
+	p := &proc{cmd: cmd, started: time.Now(), log: f, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		_ = f.Close()
@@ -145,6 +152,13 @@ func (p *proc) kill() error {
 func (p *proc) stop(d time.Duration) error {
 	if p.stalled {
 		p.resume()
+	}
+	// A child signalled before RunChild installed its handler would die of
+	// the signal (seen: a member restarted for the final convergence and
+	// stopped a few milliseconds later); Go starts a program and reaches
+	// main far faster than this.
+	if young := childStartup - time.Since(p.started); young > 0 {
+		time.Sleep(young)
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
