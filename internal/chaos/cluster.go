@@ -291,8 +291,22 @@ func brokerIDs(ctx context.Context, cl *kgo.Client) ([]int32, error) {
 }
 
 // coordinator returns the node id of the coordinator of a group (keyType
-// 0) or transactional id (1).
+// 0) or transactional id (1), retrying for up to 30 s while the cluster
+// has none to name (a group's first moments, a coordinator that moved).
 func coordinator(ctx context.Context, cl *kgo.Client, key string, keyType int8) (int32, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		id, err := findCoordinator(ctx, cl, key, keyType)
+		if err == nil || !kerr.IsRetriable(err) || time.Now().After(deadline) {
+			return id, err
+		}
+		if err := sleepCtx(ctx, 250*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+}
+
+func findCoordinator(ctx context.Context, cl *kgo.Client, key string, keyType int8) (int32, error) {
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.CoordinatorKey, req.CoordinatorType = key, keyType
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -306,4 +320,13 @@ func coordinator(ctx context.Context, cl *kgo.Client, key string, keyType int8) 
 		return c.NodeID, kerr.ErrorForCode(c.ErrorCode)
 	}
 	return resp.NodeID, kerr.ErrorForCode(resp.ErrorCode)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
