@@ -213,7 +213,7 @@ func (g *Group) Run(ctx context.Context, h Handler) error {
 		return err
 	}
 	defer client.close()
-	if err := checkTopics(client, g.cfg.Topics, g.cfg.CoPartitioned); err != nil {
+	if err := checkTopics(ctx, client, g.cfg.Topics, g.cfg.CoPartitioned); err != nil {
 		return err
 	}
 	cg, err := sarama.NewConsumerGroupFromClient(g.cfg.GroupID, client)
@@ -322,16 +322,34 @@ func fatalGroupError(err error) bool {
 // topics have the same partition count.
 //
 // It asks one broker directly: the client's RefreshMetadata retries an
-// unknown topic Metadata.Retry.Max times before it fails.
-func checkTopics(client sarama.Client, topics []string, sets [][]string) error {
-	b := client.LeastLoadedBroker()
-	if b == nil {
-		return fmt.Errorf("kafka: metadata of %v: %w", topics, sarama.ErrOutOfBrokers)
-	}
-	_ = b.Open(client.Config()) // ErrAlreadyConnected when it is, as usual
-	resp, err := b.GetMetadata(sarama.NewMetadataRequest(protocolVersion, topics))
-	if err != nil {
-		return fmt.Errorf("kafka: metadata of %v: %w", topics, err)
+// unknown topic Metadata.Retry.Max times before it fails. A broker that
+// does not answer (down, restarting) is closed and the next one asked, for
+// retryBudget at most: a member starting while a broker of the cluster is
+// down must not fail (found by the reliability suite's broker faults).
+func checkTopics(ctx context.Context, client sarama.Client, topics []string, sets [][]string) error {
+	var resp *sarama.MetadataResponse
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		b := client.LeastLoadedBroker()
+		if brokers := client.Brokers(); attempt > 0 && len(brokers) > 0 {
+			b = brokers[attempt%len(brokers)]
+		}
+		if b == nil {
+			return fmt.Errorf("kafka: metadata of %v: %w", topics, sarama.ErrOutOfBrokers)
+		}
+		_ = b.Open(client.Config()) // ErrAlreadyConnected when it is, as usual
+		var err error
+		resp, err = b.GetMetadata(sarama.NewMetadataRequest(protocolVersion, topics))
+		if err == nil {
+			break
+		}
+		_ = b.Close() // reopened by the next attempt that picks it
+		if time.Since(start) > retryBudget {
+			return fmt.Errorf("kafka: metadata of %v: %d attempts in %v: %w", topics, attempt+1, retryBudget, err)
+		}
+		if perr := pause(ctx, backoff(attempt)); perr != nil {
+			return fmt.Errorf("kafka: metadata of %v: %w (after %w)", topics, perr, err)
+		}
 	}
 	counts := make(map[string]int, len(topics))
 	for _, md := range resp.Topics {
