@@ -122,7 +122,7 @@ func (a *Admin) EnsureTopics(ctx context.Context, specs []TopicSpec) error {
 		for k, v := range s.Config {
 			detail.ConfigEntries[k] = &v
 		}
-		err := a.admin.CreateTopic(s.Name, detail, false)
+		err := a.retry(ctx, func() error { return a.admin.CreateTopic(s.Name, detail, false) })
 		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 			return fmt.Errorf("kafka: create topic %q: %w", s.Name, err)
 		}
@@ -173,7 +173,11 @@ func (a *Admin) describe(ctx context.Context, topics []string) (map[string]*sara
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("kafka: describe topics: %w", err)
 	}
-	mds, err := a.admin.DescribeTopics(topics)
+	var mds []*sarama.TopicMetadata
+	err := a.retry(ctx, func() (err error) {
+		mds, err = a.admin.DescribeTopics(topics)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("kafka: describe topics %v: %w", topics, err)
 	}
@@ -427,6 +431,44 @@ func retriableGroupError(err error) bool {
 // broker restart stopped the application (found by the reliability suite
 // on a three-broker cluster).
 const retryBudget = 60 * time.Second
+
+// retry calls op until it succeeds, fails with an error a retry cannot
+// cure, or retryBudget passes. Between attempts it refreshes the
+// controller and the metadata, so that the next attempt goes to a broker
+// that is up: sarama's cluster admin sends to the broker it last took for
+// the controller, and a connection refused there is not retried by it.
+func (a *Admin) retry(ctx context.Context, op func() error) error {
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		err := op()
+		if err == nil || !retriableBrokerError(err) || time.Since(start) > retryBudget {
+			return err
+		}
+		a.cfg.logger().Debug("kafka: admin request failed, retrying", "attempt", attempt+1, "err", err)
+		_, _ = a.client.RefreshController()
+		_ = a.client.RefreshMetadata()
+		if perr := pause(ctx, backoff(attempt)); perr != nil {
+			return fmt.Errorf("%w (after %w)", perr, err)
+		}
+	}
+}
+
+// retriableBrokerError reports errors of a broker that is down, restarting
+// or no longer the one to ask: transport errors and the Kafka errors that
+// say so. Kafka errors about the request itself are not.
+func retriableBrokerError(err error) bool {
+	var kerr sarama.KError
+	var cfgErr sarama.ConfigurationError
+	switch {
+	case errors.Is(err, sarama.ErrClosedClient), errors.As(err, &cfgErr):
+		return false
+	case errors.As(err, &kerr):
+		return retriableMetadataError(kerr) || errors.Is(kerr, sarama.ErrNotController) ||
+			errors.Is(kerr, sarama.ErrBrokerNotAvailable)
+	default:
+		return true
+	}
+}
 
 // backoff is the wait before retry number attempt: 50 ms doubling to 1 s.
 func backoff(attempt int) time.Duration {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -121,4 +122,42 @@ func TestOffsetsAndReadsRideOutALeaderElection(t *testing.T) {
 			require.GreaterOrEqual(t, time.Since(start), down-time.Second, "the fault was not in the way")
 		})
 	}
+}
+
+// An Admin whose controller (where sarama's cluster admin sends topic
+// lookups and creations) is down — a killed broker stays the controller in
+// the metadata until the cluster fences it — asks again after refreshing
+// the metadata, and gets through once a live broker is named. Found by the
+// long cluster run: an instance started while a broker was down exited
+// with "runtime: source topics: ... connect: connection refused".
+func TestAdminAsksAgainWhenTheControllerIsDown(t *testing.T) {
+	live := sarama.NewMockBroker(t, 1)
+	defer live.Close()
+	dead := sarama.NewMockBroker(t, 2)
+	deadAddr := dead.Addr()
+	dead.Close() // connection refused from now on
+
+	var keys []sarama.ApiVersionsResponseKey
+	for k := range int16(80) {
+		keys = append(keys, sarama.ApiVersionsResponseKey{ApiKey: k, MinVersion: 0, MaxVersion: 20})
+	}
+	metadata := func(controller int32) sarama.MockResponse {
+		return sarama.NewMockMetadataResponse(t).
+			SetBroker(live.Addr(), live.BrokerID()).
+			SetBroker(deadAddr, 2).
+			SetController(controller).
+			SetLeader(mockTopic, 0, live.BrokerID())
+	}
+	// The first three metadata answers name the dead broker as the
+	// controller, the rest the live one.
+	live.SetHandlerByMap(map[string]sarama.MockResponse{
+		"ApiVersionsRequest": sarama.NewMockApiVersionsResponse(t).SetApiKeys(keys),
+		"MetadataRequest":    sarama.NewMockSequence(metadata(2), metadata(2), metadata(2), metadata(1)),
+	})
+	a, err := kafka.NewAdmin(kafka.Config{Brokers: []string{live.Addr()}, ClientID: "weir-test"})
+	require.NoError(t, err)
+	defer a.Close()
+	counts, err := a.PartitionCounts(t.Context(), []string{mockTopic})
+	require.NoError(t, err)
+	require.Equal(t, int32(1), counts[mockTopic])
 }
