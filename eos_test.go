@@ -45,6 +45,10 @@ func TestExactlyOnceSurvivesFailedTransactions(t *testing.T) {
 		// (transactionManager.transitionTo vs publishTxnPartitions on a
 		// failed batch), so it runs in the race-free build only.
 		{"Produce NOT_ENOUGH_REPLICAS past the retries (abortable)", kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.NotEnoughReplicas, Count: -1}, true},
+		// A second of NOT_ENOUGH_REPLICAS (an ISR that shrank for a
+		// moment, a leader election) is ridden out by the producer's
+		// retries, without a rewind.
+		{"Produce NOT_ENOUGH_REPLICAS for a second (retried)", kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.NotEnoughReplicas, Count: -2}, false},
 		{"EndTxn NOT_COORDINATOR (retried)", kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.NotCoordinator, Count: 2}, false},
 		{"EndTxn COORDINATOR_LOAD_IN_PROGRESS (retried)", kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.CoordinatorLoadInProgress, Count: 2}, false},
 	}
@@ -87,12 +91,20 @@ func TestExactlyOnceSurvivesFailedTransactions(t *testing.T) {
 			if f.fault.Keys[0] == kmsg.Produce {
 				f.fault.Topic = out
 			}
+			// Count -1: until past the producers' retries (about 12 s of
+			// backoff, kafka.ProducerRetries); -2 (this test's own): for
+			// a second.
+			outage := time.Duration(0)
+			switch f.fault.Count {
+			case -1:
+				outage = 15 * time.Second
+			case -2:
+				outage, f.fault.Count = time.Second, -1
+			}
 			h := env.Cluster().Fault(f.fault)
 			produceLines(t, env, in, 100, 100, vocab, want)
 			require.Eventually(t, func() bool { return h.Hits() > 0 }, 30*time.Second, 20*time.Millisecond, "the fault never fired")
-			if f.fault.Count < 0 {
-				time.Sleep(time.Second) // past sarama's produce retries
-			}
+			time.Sleep(outage)
 			h.Remove()
 			produceLines(t, env, in, 200, 100, vocab, want)
 			seen := waitForCounts(t, env, out, want)
