@@ -92,8 +92,8 @@ func TestExactlyOnceSurvivesFailedTransactions(t *testing.T) {
 				f.fault.Topic = out
 			}
 			// Count -1: until past the producers' retries (about 12 s of
-			// backoff, kafka.ProducerRetries); -2 (this test's own): for
-			// a second.
+			// backoff, kafka.TransactionalProducerRetries); -2 (this
+			// test's own): for a second.
 			outage := time.Duration(0)
 			switch f.fault.Count {
 			case -1:

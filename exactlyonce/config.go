@@ -182,9 +182,8 @@ func (c Config) saramaConfig(dialer *connWatch) (*sarama.Config, error) {
 	sc.Producer.Idempotent = true
 	sc.Producer.RequiredAcks = sarama.WaitForAll
 	sc.Producer.Timeout = min(10*time.Second, (c.RequestTimeout * 2 / 3).Truncate(time.Millisecond))
-	// Ride out a leader election (kafka.ProducerRetries); the transaction
-	// timeout bounds the wait.
-	sc.Producer.Retry.Max = kafka.ProducerRetries
+	// Ride out a short leader election (kafka.TransactionalProducerRetries).
+	sc.Producer.Retry.Max = kafka.TransactionalProducerRetries
 	sc.Producer.Retry.BackoffFunc = kafka.ProducerBackoff
 	sc.Producer.Return.Successes = true
 	sc.Producer.Return.Errors = true

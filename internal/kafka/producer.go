@@ -36,16 +36,24 @@ type Producer struct {
 	t deliveries
 }
 
-// ProducerRetries and ProducerBackoff are the retries of every producer
-// weir creates: about 12 s of backoff doubling from 50 ms to 1 s, so that
-// a partition whose leader died — its leadership moves once the
-// controller fences the broker, 9 s later by default — is written by a
-// retry rather than failed. (Kafka's Java producer retries for its
-// delivery.timeout.ms, 2 minutes; weir's producers do not wait that long
-// because a record that cannot be written at all — a partition that does
-// not exist — should fail the epoch in seconds.) Idempotence keeps the
-// retries from duplicating or reordering records.
-const ProducerRetries = 16
+// ProducerRetries and ProducerBackoff are the retries of the
+// at-least-once Producer: about 36 s of backoff doubling from 50 ms to 1 s,
+// so that a partition whose leader died is written by a retry rather than
+// failed — its leadership moves once the controller fences the broker, 9 s
+// later by default, and a broker restarted meanwhile takes seconds more to
+// serve (an outage of 12–15 s was seen on a three-broker cluster, and an
+// undelivered at-least-once output stops the application). Kafka's Java
+// producer retries for its delivery.timeout.ms, 2 minutes. Errors that no
+// retry cures (a partition that does not exist, a record the broker
+// rejects) fail at once. Idempotence keeps the retries from duplicating
+// or reordering records.
+const ProducerRetries = 40
+
+// TransactionalProducerRetries are the retries of the exactly-once
+// producers (about 12 s): a transaction that cannot write for longer is
+// aborted and its epoch or batch rewound, which costs less than holding
+// the transaction open towards its timeout.
+const TransactionalProducerRetries = 16
 
 // ProducerBackoff is sarama's Producer.Retry.BackoffFunc for
 // ProducerRetries.

@@ -164,3 +164,22 @@ func TestProducerCloseAndCancel(t *testing.T) {
 	recs := kafkatest.ReadCommitted(t, env, topic)
 	require.Equal(t, "last", string(recs[len(recs)-1].Value))
 }
+
+// A partition that refuses writes for 15 s (NOT_ENOUGH_REPLICAS: its ISR
+// shrank below min.insync.replicas while a broker restarts) delays the
+// at-least-once producer's flush but does not fail it. Found by the long
+// cluster run: a leader's outage outlived 12 s of retries, and the
+// undelivered output stopped an at-least-once instance ("flush outputs:
+// ... broken pipe").
+func TestProducerRidesOutAFifteenSecondOutage(t *testing.T) {
+	env := kafkatest.Kfake(t, embeddedDefaults)
+	ctx := t.Context()
+	topic := kafkatest.Topic(t)
+	kafkatest.CreateTopic(t, env, topic, 1)
+	p := newProducer(t, env)
+	h := env.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: topic, Err: kerr.NotEnoughReplicas, Count: -1})
+	time.AfterFunc(15*time.Second, h.Remove)
+	require.NoError(t, p.Send(ctx, kafka.Record{Topic: topic, Partition: 0, Value: []byte("late")}))
+	require.NoError(t, p.Flush(ctx))
+	require.Len(t, kafkatest.ReadCommitted(t, env, topic), 1)
+}
