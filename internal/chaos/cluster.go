@@ -146,6 +146,8 @@ func (s *scenario) clusterFault(ctx context.Context, f clusterFault) error {
 		return err
 	}
 	defer cl.Close()
+	s.producing.Lock() // no input write in flight during the fault
+	defer s.producing.Unlock()
 	if err := s.waitInSync(ctx, cl); err != nil {
 		return err
 	}
