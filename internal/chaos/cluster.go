@@ -254,15 +254,11 @@ func (s *scenario) waitInSync(ctx context.Context, cl *kgo.Client) error {
 
 // metadata asks for the given topics (all if none).
 func metadata(ctx context.Context, cl *kgo.Client, topics ...string) (*kmsg.MetadataResponse, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	if len(topics) > 0 {
-		for _, t := range topics {
-			mt := kmsg.NewMetadataRequestTopic()
-			mt.Topic = kmsg.StringPtr(t)
-			req.Topics = append(req.Topics, mt)
-		}
-	} else {
-		req.Topics = nil // all
+	req := kmsg.NewPtrMetadataRequest() // nil Topics: all of them
+	for _, t := range topics {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, mt)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -322,13 +318,4 @@ func findCoordinator(ctx context.Context, cl *kgo.Client, key string, keyType in
 		return c.NodeID, kerr.ErrorForCode(c.ErrorCode)
 	}
 	return resp.NodeID, kerr.ErrorForCode(resp.ErrorCode)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	select {
-	case <-time.After(d):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -432,7 +432,10 @@ func (s *scenario) fault(ctx context.Context, f brokerFault) error {
 	return err
 }
 
-func (s *scenario) sleep(ctx context.Context, d time.Duration) error {
+func (s *scenario) sleep(ctx context.Context, d time.Duration) error { return sleepCtx(ctx, d) }
+
+// sleepCtx waits d, or returns ctx's error if it ends first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
 	select {
 	case <-time.After(d):
 		return nil
