@@ -8,8 +8,10 @@
 //	app, err := weir.New(topo,
 //		weir.WithBrokers("localhost:9092"),
 //		weir.WithApplicationID("wordcount"),
-//		weir.WithContinuous(100*time.Millisecond))
-//	err = app.Run(ctx)
+//		weir.WithMode(weir.Continuous),               // the default
+//		weir.WithEpochInterval(100*time.Millisecond), // the default
+//		weir.WithGuarantee(weir.ExactlyOnce))         // AtLeastOnce by default
+//	err = app.Run(ctx) // until ctx is done
 //
 // # Guarantees (at-least-once)
 //
@@ -23,6 +25,15 @@
 // A graceful stop, and the revocation of a partition in a rebalance, end
 // the epoch first: outputs and counts stay exact when no process crashes.
 //
-// Exactly-once epochs (one Kafka transaction per epoch) arrive with the
-// exactly-once engine.
+// # Guarantees (exactly-once)
+//
+// With WithGuarantee(weir.ExactlyOnce) each epoch is one Kafka transaction
+// (package exactlyonce): the outputs, changelog and dead-letter records of
+// the epoch and the consumer offsets of its input, with the group metadata
+// of the live member (KIP-447), commit together or not at all. Outputs
+// become visible to read_committed readers at the epoch's commit, about
+// EpochInterval after they were produced. A transaction that fails is
+// aborted (or its outcome settled by a new producer epoch), and every task
+// rewinds to the committed offsets, its state restored from the committed
+// changelog: a read_committed reader sees every output once, crash or not.
 package continuous

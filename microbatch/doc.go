@@ -7,7 +7,8 @@
 //	app, err := weir.New(topo,
 //		weir.WithBrokers("localhost:9092"),
 //		weir.WithApplicationID("report"),
-//		weir.WithMicroBatch(microbatch.Config{Trigger: microbatch.AvailableNow()}))
+//		weir.WithMicroBatch(microbatch.Config{Trigger: microbatch.AvailableNow()}),
+//		weir.WithGuarantee(weir.ExactlyOnce)) // AtLeastOnce by default
 //	err = app.Run(ctx) // returns when everything available at start is processed
 //
 // # A batch
@@ -54,6 +55,18 @@
 // twice. ForEachBatch receives stable batch ids and ranges across such
 // replays, so a sink that writes idempotently by batch id (an upsert keyed
 // by it) stores each batch once — exactly so for stateless topologies.
-// Exactly-once batches (one Kafka transaction per batch) arrive with the
-// exactly-once engine.
+//
+// # Guarantees (exactly-once)
+//
+// With WithGuarantee(weir.ExactlyOnce) each batch is one Kafka transaction
+// (package exactlyonce): its outputs, changelog and dead-letter records and
+// the consumer offsets of its ranges, with the group metadata of the live
+// member (KIP-447), commit together in step 3 or not at all. Outputs become
+// visible to read_committed readers at the batch's commit. A transaction
+// that fails is aborted (or its outcome settled by a new producer epoch)
+// and every task rewinds to the committed offsets, its state restored from
+// the committed changelog; the pending plan then runs again with the same
+// ranges and batch id. ForEachBatch is outside the transaction: it is called
+// before the commit and again on a replay, so it still needs to write
+// idempotently by batch id.
 package microbatch
