@@ -9,7 +9,11 @@
 #   node.sh term N    SIGTERM (a controlled shutdown), and wait until it
 #                     exits; SIGKILL and exit 1 after KAFKA_STOP_TIMEOUT
 #   node.sh start N   start it again on its existing config and data dir (no
-#                     reformat) and wait until it serves; nothing if running
+#                     reformat) and wait until it serves; nothing if running.
+#                     A start that does not serve within the timeout is
+#                     reported (startup steps, log tail, jstack of a hung
+#                     JVM in run-cluster/node<N>/threads-*.txt), killed and
+#                     tried once more
 #   node.sh stop N    SIGSTOP: frozen, its sockets stay open
 #   node.sh cont N    SIGCONT: resume after stop
 #
@@ -22,7 +26,7 @@
 # cluster was started with. stop.sh stops all nodes, frozen ones included.
 #
 # Environment:
-#   KAFKA_START_TIMEOUT  seconds to wait for start, default 90
+#   KAFKA_START_TIMEOUT  seconds to wait for each start attempt, default 90
 #   KAFKA_STOP_TIMEOUT   seconds to wait for term, default 30
 set -euo pipefail
 
@@ -42,6 +46,28 @@ load_cluster || die "no cluster in $crun (start one with KAFKA_NODES=3 start.sh)
 
 pid=$(node_pid "$n")
 up() { node_running "$n" "$pid"; }
+
+# node_start_failed N PID OFFSET TIMEOUT: say how far node N's start got
+# (its startup steps and last lines since byte OFFSET of its log), save the
+# threads of a JVM that is still there (jstack) and print its metadata
+# loader's stack, the thread a first metadata publish runs on; then kill it.
+node_start_failed() {
+  local n=$1 pid=$2 off=$3 nlog=$crun/node$1/kafka.log threads
+  log "node $n did not start (exited or not ready after ${4}s); its startup steps and problems:"
+  tail -c +$((off + 1)) "$nlog" | grep -E 'BrokerServer id=[0-9]+\] (Waiting|Finished waiting)|ERROR|FATAL' |
+    tail -n 8 >&2 || true
+  log "last lines of $nlog:"
+  tail -n 15 "$nlog" >&2 || true
+  if alive "$pid"; then
+    threads=$crun/node$n/threads-$(date -u +%H%M%S).txt
+    if jstack -l "$pid" >"$threads" 2>&1; then
+      log "threads of the hung JVM in $threads; its metadata loader:"
+      grep -A 30 -E '^"kafka-[0-9]+-metadata-loader-event-handler"' "$threads" >&2 || true
+    fi
+    kill -KILL "$pid" 2>/dev/null || true
+    node_wait_exit "$n" "$pid" 10 || true
+  fi
+}
 
 case $cmd in
 pid)
@@ -80,20 +106,28 @@ start)
     die "port $p or $cp (node $n) is in use by something else"
   fi
   timeout=${KAFKA_START_TIMEOUT:-90}
-  started=$SECONDS
-  echo "[$(date -u '+%F %T')] node.sh: starting node $n again" >>"$crun/node$n/kafka.log"
-  node_launch "$n"
-  pid=$launched_pid
-  while ! node_started "$n" "$log_offset"; do
-    if ! alive "$pid" || ((SECONDS - started >= timeout)); then
-      log "node $n did not start (exited or not ready after ${timeout}s); last lines of $crun/node$n/kafka.log:"
-      tail -n 40 "$crun/node$n/kafka.log" >&2 || true
-      kill -KILL "$pid" 2>/dev/null || true
-      exit 1
+  # A second attempt if the first hangs: Kafka 4.4 was seen (once, in CI)
+  # to stop logging halfway through its first metadata publish after a
+  # SIGKILL and never serve. The stuck JVM's threads are saved first.
+  for attempt in 1 2; do
+    started=$SECONDS
+    echo "[$(date -u '+%F %T')] node.sh: starting node $n again (attempt $attempt)" >>"$crun/node$n/kafka.log"
+    node_launch "$n"
+    pid=$launched_pid
+    disown "$pid" # no "Killed" job notice if a hung attempt is killed
+    while ! node_started "$n" "$log_offset"; do
+      if ! alive "$pid" || ((SECONDS - started >= timeout)); then
+        break
+      fi
+      sleep 0.5
+    done
+    if node_started "$n" "$log_offset"; then
+      log "node $n serving again in $((SECONDS - started))s (pid $pid, $(node_addr "$n"), attempt $attempt)"
+      exit 0
     fi
-    sleep 0.5
+    node_start_failed "$n" "$pid" "$log_offset" "$timeout"
   done
-  log "node $n serving again in $((SECONDS - started))s (pid $pid, $(node_addr "$n"))"
+  exit 1
   ;;
 stop)
   up || die "node $n is not running"
