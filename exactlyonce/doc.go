@@ -4,8 +4,10 @@
 // consumer offsets of its input commit in one Kafka transaction, or not at
 // all.
 //
-// It wraps sarama's transactional AsyncProducer and adds what sarama leaves
-// to its user: waiting for every record before committing (no failure
+// It is usable on its own, by any program that consumes with a Kafka
+// consumer group and produces transactionally (Kafka's consume-transform-
+// produce loop). It wraps sarama's transactional AsyncProducer — none of
+// whose types appear in this API — and adds what sarama leaves to its user: waiting for every record before committing (no failure
 // dropped), offsets committed even when nothing was produced, a context on
 // every blocking call, errors classified into what the engine must do, and
 // a new producer epoch after any connection failure so that a delayed
@@ -16,7 +18,7 @@
 //	id, err := exactlyonce.LoadOrCreateInstanceID(stateDir)
 //	if err != nil { ... }
 //	s, err := exactlyonce.New(ctx, exactlyonce.Config{
-//		Kafka:           kafka.Config{Brokers: brokers},
+//		Brokers:         brokers,
 //		TransactionalID: app + "-" + id,
 //		SessionTimeout:  groupSessionTimeout, // TransactionTimeout must be below it
 //	})
@@ -29,7 +31,8 @@
 //			if err := s.Send(ctx, r); err != nil { ... } // may run on many goroutines
 //		}
 //		offsets := map[exactlyonce.TopicPartition]int64{{Topic: "in", Partition: 0}: next}
-//		switch err := s.Commit(ctx, offsets, claim.GroupMetadata()); {
+//		gm := exactlyonce.GroupMetadata{GroupID: group, GenerationID: gen, MemberID: member} // the live member's
+//		switch err := s.Commit(ctx, offsets, gm); {
 //		case err == nil:
 //			// apply staged state, log the epoch
 //		case errors.Is(err, exactlyonce.ErrAbortable):

@@ -10,7 +10,6 @@ import (
 
 	"github.com/weirstream/weir/embedded"
 	"github.com/weirstream/weir/exactlyonce"
-	"github.com/weirstream/weir/internal/kafka"
 )
 
 // Example runs one epoch against an in-process broker: records and input
@@ -35,7 +34,7 @@ func Example() {
 	}
 
 	s, err := exactlyonce.New(ctx, exactlyonce.Config{
-		Kafka:           kafka.Config{Brokers: broker.Addrs()},
+		Brokers:         broker.Addrs(),
 		TransactionalID: "wordcount-" + instance,
 		SessionTimeout:  45 * time.Second, // the group's; the transaction timeout stays below
 	})
@@ -47,15 +46,14 @@ func Example() {
 	if err := s.Begin(ctx); err != nil {
 		log.Fatal(err)
 	}
-	err = s.Send(ctx, kafka.Record{Topic: "out", Partition: kafka.PartitionByKey, Key: []byte("hello"), Value: []byte("1")})
+	err = s.Send(ctx, exactlyonce.Record{Topic: "out", Partition: exactlyonce.PartitionByKey, Key: []byte("hello"), Value: []byte("1")})
 	if err != nil {
 		log.Fatal(err)
 	}
 	offsets := map[exactlyonce.TopicPartition]int64{{Topic: "in", Partition: 0}: 1}
-	// An engine passes the live metadata of its group member
-	// (kafka.Claim.GroupMetadata); generation -1 without a member skips
-	// the member check.
-	gm := kafka.GroupMetadata{GroupID: "wordcount", GenerationID: -1}
+	// A consumer passes the live metadata of its group member; generation
+	// -1 without a member skips the member check.
+	gm := exactlyonce.GroupMetadata{GroupID: "wordcount", GenerationID: -1}
 	switch err := s.Commit(ctx, offsets, gm); {
 	case err == nil:
 		fmt.Println("committed")

@@ -7,8 +7,8 @@ import (
 	"maps"
 	"sync/atomic"
 
-	"github.com/weirstream/weir/exactlyonce"
 	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/txn"
 )
 
 // txnOutput makes every record tasks write part of one open transaction,
@@ -17,7 +17,7 @@ import (
 // metadata → commit, then begin the next.
 type txnOutput struct {
 	rt   *Runtime
-	sess *exactlyonce.Session
+	sess *txn.Session
 	// sent counts records sent into the open transaction.
 	sent atomic.Int64
 	// last are the offsets of the last committed transaction.
@@ -30,7 +30,7 @@ type txnOutput struct {
 // read_committed restore. Call it before Prepare; the engines then commit
 // with Commit and survive ErrRewind.
 func (r *Runtime) EnableExactlyOnce(ctx context.Context, transactionalID string) error {
-	sess, err := exactlyonce.New(ctx, exactlyonce.Config{
+	sess, err := txn.New(ctx, txn.Config{
 		Kafka: r.cfg.Kafka, TransactionalID: transactionalID,
 		SessionTimeout: r.cfg.SessionTimeout, Logger: r.log,
 	})
@@ -55,7 +55,7 @@ func (t *txnOutput) Send(ctx context.Context, r kafka.Record) error {
 		t.sent.Add(1)
 		return nil
 	}
-	if rewindable(err) || errors.Is(err, exactlyonce.ErrNoTransaction) {
+	if rewindable(err) || errors.Is(err, txn.ErrNoTransaction) {
 		return fmt.Errorf("%w: %w", ErrRewind, err)
 	}
 	return fmt.Errorf("runtime: send: %w", err)
@@ -69,9 +69,9 @@ func (t *txnOutput) commit(ctx context.Context, positions Positions, s kafka.Ses
 	if s == nil || (t.sent.Load() == 0 && maps.Equal(positions, t.last)) {
 		return nil
 	}
-	offs := make(map[exactlyonce.TopicPartition]int64, len(positions))
+	offs := make(map[txn.TopicPartition]int64, len(positions))
 	for tp, next := range positions {
-		offs[exactlyonce.TopicPartition(tp)] = next
+		offs[txn.TopicPartition(tp)] = next
 	}
 	err := t.sess.Commit(ctx, offs, s.GroupMetadata())
 	if err == nil {
@@ -94,7 +94,7 @@ func (t *txnOutput) recover(ctx context.Context, cause error) error {
 	if !rewindable(cause) && !errors.Is(cause, ErrRewind) {
 		return fmt.Errorf("runtime: transaction: %w", cause)
 	}
-	if errors.Is(cause, exactlyonce.ErrAbortable) || errors.Is(cause, exactlyonce.ErrNoTransaction) {
+	if errors.Is(cause, txn.ErrAbortable) || errors.Is(cause, txn.ErrNoTransaction) {
 		if err := t.sess.Abort(ctx); err != nil {
 			t.rt.log.Warn("weir: abort failed; re-initializing the producer", "err", err)
 			if err := t.sess.Reset(ctx); err != nil {
@@ -114,8 +114,8 @@ func (t *txnOutput) recover(ctx context.Context, cause error) error {
 
 // rewindable reports errors a rewind survives.
 func rewindable(err error) bool {
-	return errors.Is(err, exactlyonce.ErrAbortable) || errors.Is(err, exactlyonce.ErrFenced) ||
-		errors.Is(err, exactlyonce.ErrIndefinite)
+	return errors.Is(err, txn.ErrAbortable) || errors.Is(err, txn.ErrFenced) ||
+		errors.Is(err, txn.ErrIndefinite)
 }
 
 // close aborts the open transaction (a clean stop) and closes the producer.

@@ -1,4 +1,4 @@
-package exactlyonce
+package txn
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package exactlyonce
+package txn
 
 import (
 	"errors"
@@ -17,9 +17,9 @@ import (
 //
 //	switch err := s.Commit(ctx, offsets, gm); {
 //	case err == nil:
-//	case errors.Is(err, exactlyonce.ErrAbortable):  // Abort, rewind, redo
-//	case errors.Is(err, exactlyonce.ErrFenced):     // rejoin, Reset, rewind
-//	case errors.Is(err, exactlyonce.ErrIndefinite): // Reset, re-read offsets
+//	case errors.Is(err, txn.ErrAbortable):  // Abort, rewind, redo
+//	case errors.Is(err, txn.ErrFenced):     // rejoin, Reset, rewind
+//	case errors.Is(err, txn.ErrIndefinite): // Reset, re-read offsets
 //	default:                                        // ErrFatal or a bug: stop
 //	}
 var (
@@ -200,4 +200,12 @@ func retriableError(err error) bool {
 		errors.Is(err, sarama.ErrKafkaStorageError) ||
 		errors.Is(err, sarama.ErrThrottlingQuotaExceeded) ||
 		errors.Is(err, sarama.ErrUnstableOffsetCommit)
+}
+
+// KafkaCode returns the Kafka error code of err when err itself is one a
+// broker answered with (sarama's KError), for callers that may not see
+// sarama's types.
+func KafkaCode(err error) (code int16, ok bool) {
+	k, ok := err.(sarama.KError)
+	return int16(k), ok
 }

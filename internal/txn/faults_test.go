@@ -1,4 +1,4 @@
-package exactlyonce_test
+package txn_test
 
 import (
 	"errors"
@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/weirstream/weir/exactlyonce"
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/txn"
 	"github.com/weirstream/weir/third_party/kfake"
 )
 
@@ -24,7 +24,7 @@ type faultCase struct {
 	err   *kerr.Error
 	count int
 	want  error
-	mods  []func(*exactlyonce.Config)
+	mods  []func(*txn.Config)
 }
 
 // TestInjectedFaults runs every case on one kfake broker: the first
@@ -33,45 +33,45 @@ type faultCase struct {
 // and must be visible exactly once, with the offsets of the redo committed;
 // a third transaction shows the session goes on.
 func TestInjectedFaults(t *testing.T) {
-	fewRetries := func(c *exactlyonce.Config) { exactlyonce.SetTxnRetry(c, 1, 10*time.Millisecond) }
+	fewRetries := func(c *txn.Config) { txn.SetTxnRetry(c, 1, 10*time.Millisecond) }
 	cases := []faultCase{
 		// Retried transparently, by sarama (Transaction.Retry) or by Commit.
 		{name: "EndTxn NOT_COORDINATOR", key: kmsg.EndTxn, err: kerr.NotCoordinator, count: 2},
 		{name: "EndTxn COORDINATOR_LOAD_IN_PROGRESS", key: kmsg.EndTxn, err: kerr.CoordinatorLoadInProgress, count: 2},
 		{name: "EndTxn COORDINATOR_NOT_AVAILABLE", key: kmsg.EndTxn, err: kerr.CoordinatorNotAvailable, count: 2},
 		{name: "EndTxn CONCURRENT_TRANSACTIONS", key: kmsg.EndTxn, err: kerr.ConcurrentTransactions, count: 3},
-		{name: "EndTxn CONCURRENT_TRANSACTIONS beyond sarama's retries", key: kmsg.EndTxn, err: kerr.ConcurrentTransactions, count: 6, mods: []func(*exactlyonce.Config){fewRetries}},
+		{name: "EndTxn CONCURRENT_TRANSACTIONS beyond sarama's retries", key: kmsg.EndTxn, err: kerr.ConcurrentTransactions, count: 6, mods: []func(*txn.Config){fewRetries}},
 		{name: "AddOffsetsToTxn NOT_COORDINATOR", key: kmsg.AddOffsetsToTxn, err: kerr.NotCoordinator, count: 2},
 		{name: "AddOffsetsToTxn COORDINATOR_LOAD_IN_PROGRESS", key: kmsg.AddOffsetsToTxn, err: kerr.CoordinatorLoadInProgress, count: 2},
-		{name: "AddOffsetsToTxn CONCURRENT_TRANSACTIONS beyond sarama's retries", key: kmsg.AddOffsetsToTxn, err: kerr.ConcurrentTransactions, count: 5, mods: []func(*exactlyonce.Config){fewRetries}},
+		{name: "AddOffsetsToTxn CONCURRENT_TRANSACTIONS beyond sarama's retries", key: kmsg.AddOffsetsToTxn, err: kerr.ConcurrentTransactions, count: 5, mods: []func(*txn.Config){fewRetries}},
 		{name: "TxnOffsetCommit NOT_COORDINATOR", key: kmsg.TxnOffsetCommit, err: kerr.NotCoordinator, count: 2},
 		{name: "TxnOffsetCommit COORDINATOR_LOAD_IN_PROGRESS", key: kmsg.TxnOffsetCommit, err: kerr.CoordinatorLoadInProgress, count: 2},
 		{name: "TxnOffsetCommit REQUEST_TIMED_OUT (applied, answered)", key: kmsg.TxnOffsetCommit, err: kerr.RequestTimedOut, count: 1},
 		{name: "AddPartitionsToTxn CONCURRENT_TRANSACTIONS", key: kmsg.AddPartitionsToTxn, err: kerr.ConcurrentTransactions, count: 3},
 
 		// Abortable: Abort, redo.
-		{name: "EndTxn UNKNOWN_PRODUCER_ID", key: kmsg.EndTxn, err: kerr.UnknownProducerID, count: 1, want: exactlyonce.ErrAbortable},
-		{name: "AddOffsetsToTxn UNKNOWN_PRODUCER_ID", key: kmsg.AddOffsetsToTxn, err: kerr.UnknownProducerID, count: 1, want: exactlyonce.ErrAbortable},
-		{name: "Produce NOT_ENOUGH_REPLICAS past the retries", key: kmsg.Produce, err: kerr.NotEnoughReplicas, count: -1, want: exactlyonce.ErrAbortable},
-		{name: "AddPartitionsToTxn OPERATION_NOT_ATTEMPTED", key: kmsg.AddPartitionsToTxn, err: kerr.OperationNotAttempted, count: 1, want: exactlyonce.ErrAbortable},
+		{name: "EndTxn UNKNOWN_PRODUCER_ID", key: kmsg.EndTxn, err: kerr.UnknownProducerID, count: 1, want: txn.ErrAbortable},
+		{name: "AddOffsetsToTxn UNKNOWN_PRODUCER_ID", key: kmsg.AddOffsetsToTxn, err: kerr.UnknownProducerID, count: 1, want: txn.ErrAbortable},
+		{name: "Produce NOT_ENOUGH_REPLICAS past the retries", key: kmsg.Produce, err: kerr.NotEnoughReplicas, count: -1, want: txn.ErrAbortable},
+		{name: "AddPartitionsToTxn OPERATION_NOT_ATTEMPTED", key: kmsg.AddPartitionsToTxn, err: kerr.OperationNotAttempted, count: 1, want: txn.ErrAbortable},
 
 		// Fenced: Reset (after rejoining), redo.
-		{name: "EndTxn PRODUCER_FENCED", key: kmsg.EndTxn, err: kerr.ProducerFenced, count: 1, want: exactlyonce.ErrFenced},
-		{name: "EndTxn INVALID_PRODUCER_EPOCH", key: kmsg.EndTxn, err: kerr.InvalidProducerEpoch, count: 1, want: exactlyonce.ErrFenced},
-		{name: "AddOffsetsToTxn INVALID_PRODUCER_ID_MAPPING", key: kmsg.AddOffsetsToTxn, err: kerr.InvalidProducerIDMapping, count: 1, want: exactlyonce.ErrFenced},
-		{name: "TxnOffsetCommit ILLEGAL_GENERATION", key: kmsg.TxnOffsetCommit, err: kerr.IllegalGeneration, count: 1, want: exactlyonce.ErrFenced},
-		{name: "TxnOffsetCommit UNKNOWN_MEMBER_ID", key: kmsg.TxnOffsetCommit, err: kerr.UnknownMemberID, count: 1, want: exactlyonce.ErrFenced},
-		{name: "TxnOffsetCommit FENCED_INSTANCE_ID", key: kmsg.TxnOffsetCommit, err: kerr.FencedInstanceID, count: 1, want: exactlyonce.ErrFenced},
-		{name: "Produce INVALID_PRODUCER_EPOCH", key: kmsg.Produce, err: kerr.InvalidProducerEpoch, count: 1, want: exactlyonce.ErrFenced},
+		{name: "EndTxn PRODUCER_FENCED", key: kmsg.EndTxn, err: kerr.ProducerFenced, count: 1, want: txn.ErrFenced},
+		{name: "EndTxn INVALID_PRODUCER_EPOCH", key: kmsg.EndTxn, err: kerr.InvalidProducerEpoch, count: 1, want: txn.ErrFenced},
+		{name: "AddOffsetsToTxn INVALID_PRODUCER_ID_MAPPING", key: kmsg.AddOffsetsToTxn, err: kerr.InvalidProducerIDMapping, count: 1, want: txn.ErrFenced},
+		{name: "TxnOffsetCommit ILLEGAL_GENERATION", key: kmsg.TxnOffsetCommit, err: kerr.IllegalGeneration, count: 1, want: txn.ErrFenced},
+		{name: "TxnOffsetCommit UNKNOWN_MEMBER_ID", key: kmsg.TxnOffsetCommit, err: kerr.UnknownMemberID, count: 1, want: txn.ErrFenced},
+		{name: "TxnOffsetCommit FENCED_INSTANCE_ID", key: kmsg.TxnOffsetCommit, err: kerr.FencedInstanceID, count: 1, want: txn.ErrFenced},
+		{name: "Produce INVALID_PRODUCER_EPOCH", key: kmsg.Produce, err: kerr.InvalidProducerEpoch, count: 1, want: txn.ErrFenced},
 
 		// Indefinite: Reset, read the offsets back, redo if they did not move.
-		{name: "EndTxn INVALID_TXN_STATE", key: kmsg.EndTxn, err: kerr.InvalidTxnState, count: 1, want: exactlyonce.ErrIndefinite},
-		{name: "Produce REQUEST_TIMED_OUT (appended) past the retries", key: kmsg.Produce, err: kerr.RequestTimedOut, count: -1, want: exactlyonce.ErrIndefinite},
+		{name: "EndTxn INVALID_TXN_STATE", key: kmsg.EndTxn, err: kerr.InvalidTxnState, count: 1, want: txn.ErrIndefinite},
+		{name: "Produce REQUEST_TIMED_OUT (appended) past the retries", key: kmsg.Produce, err: kerr.RequestTimedOut, count: -1, want: txn.ErrIndefinite},
 
 		// Fatal: stop (here: Reset once the cause is gone, redo).
-		{name: "EndTxn TRANSACTIONAL_ID_AUTHORIZATION_FAILED", key: kmsg.EndTxn, err: kerr.TransactionalIDAuthorizationFailed, count: 1, want: exactlyonce.ErrFatal},
-		{name: "TxnOffsetCommit GROUP_AUTHORIZATION_FAILED", key: kmsg.TxnOffsetCommit, err: kerr.GroupAuthorizationFailed, count: 1, want: exactlyonce.ErrFatal},
-		{name: "Produce MESSAGE_TOO_LARGE", key: kmsg.Produce, err: kerr.MessageTooLarge, count: 1, want: exactlyonce.ErrFatal},
+		{name: "EndTxn TRANSACTIONAL_ID_AUTHORIZATION_FAILED", key: kmsg.EndTxn, err: kerr.TransactionalIDAuthorizationFailed, count: 1, want: txn.ErrFatal},
+		{name: "TxnOffsetCommit GROUP_AUTHORIZATION_FAILED", key: kmsg.TxnOffsetCommit, err: kerr.GroupAuthorizationFailed, count: 1, want: txn.ErrFatal},
+		{name: "Produce MESSAGE_TOO_LARGE", key: kmsg.Produce, err: kerr.MessageTooLarge, count: 1, want: txn.ErrFatal},
 	}
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		env.RequireKfake(t)
@@ -106,10 +106,10 @@ func runFaultCase(t *testing.T, env *kafkatest.Env, c faultCase) {
 	if c.want == nil {
 		require.NoError(t, err)
 		require.Equal(t, c.count, h.Hits(), "the fault fired")
-		require.Equal(t, int64(1), exactlyonce.Inits(s), "no re-initialization")
+		require.Equal(t, int64(1), txn.Inits(s), "no re-initialization")
 	} else {
 		require.ErrorIs(t, err, c.want)
-		var xe *exactlyonce.Error
+		var xe *txn.Error
 		require.ErrorAs(t, err, &xe)
 		require.Equal(t, c.err.Code, kafkaCode(t, xe.Err), "cause: %v", err)
 		require.Positive(t, h.Hits())
@@ -119,9 +119,9 @@ func runFaultCase(t *testing.T, env *kafkatest.Env, c faultCase) {
 		// A failed transaction takes no more records.
 		require.ErrorIs(t, s.Send(ctx(t), two[0]), c.want)
 		switch c.want {
-		case exactlyonce.ErrAbortable:
+		case txn.ErrAbortable:
 			require.NoError(t, s.Abort(ctx(t)))
-		case exactlyonce.ErrFatal:
+		case txn.ErrFatal:
 			_ = s.Abort(ctx(t)) // may fail: sarama gives up on some fatal errors
 			require.NoError(t, s.Reset(ctx(t)))
 		default:

@@ -1,4 +1,4 @@
-package exactlyonce_test
+package txn_test
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/weirstream/weir/exactlyonce"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/txn"
 )
 
 // fixture is what most tests need: an output topic, an input topic whose
@@ -43,8 +43,8 @@ func setup(t *testing.T, env *kafkatest.Env) *fixture {
 }
 
 // config returns a session configuration; mods adjust it.
-func (f *fixture) config(mods ...func(*exactlyonce.Config)) exactlyonce.Config {
-	cfg := exactlyonce.Config{
+func (f *fixture) config(mods ...func(*txn.Config)) txn.Config {
+	cfg := txn.Config{
 		Kafka:              f.env.Config(),
 		TransactionalID:    f.txnID,
 		TransactionTimeout: 20 * time.Second,
@@ -57,9 +57,9 @@ func (f *fixture) config(mods ...func(*exactlyonce.Config)) exactlyonce.Config {
 }
 
 // session starts a Session, closed when the test ends.
-func (f *fixture) session(t *testing.T, mods ...func(*exactlyonce.Config)) *exactlyonce.Session {
+func (f *fixture) session(t *testing.T, mods ...func(*txn.Config)) *txn.Session {
 	t.Helper()
-	s, err := exactlyonce.New(ctx(t), f.config(mods...))
+	s, err := txn.New(ctx(t), f.config(mods...))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
@@ -71,8 +71,8 @@ func (f *fixture) gm() kafka.GroupMetadata {
 }
 
 // offsets returns the input offsets {0: p0, 1: p1}.
-func (f *fixture) offsets(p0, p1 int64) map[exactlyonce.TopicPartition]int64 {
-	return map[exactlyonce.TopicPartition]int64{{Topic: f.in, Partition: 0}: p0, {Topic: f.in, Partition: 1}: p1}
+func (f *fixture) offsets(p0, p1 int64) map[txn.TopicPartition]int64 {
+	return map[txn.TopicPartition]int64{{Topic: f.in, Partition: 0}: p0, {Topic: f.in, Partition: 1}: p1}
 }
 
 // records returns n keyed records for the output topic, values
@@ -91,7 +91,7 @@ func (f *fixture) records(prefix string, n int) []kafka.Record {
 }
 
 // txn runs Begin, Send of rs, Commit.
-func (f *fixture) txn(t *testing.T, s *exactlyonce.Session, rs []kafka.Record, offsets map[exactlyonce.TopicPartition]int64) error {
+func (f *fixture) txn(t *testing.T, s *txn.Session, rs []kafka.Record, offsets map[txn.TopicPartition]int64) error {
 	t.Helper()
 	if err := s.Begin(ctx(t)); err != nil {
 		return err
@@ -100,7 +100,7 @@ func (f *fixture) txn(t *testing.T, s *exactlyonce.Session, rs []kafka.Record, o
 	return s.Commit(ctx(t), offsets, f.gm())
 }
 
-func send(t *testing.T, s *exactlyonce.Session, rs []kafka.Record) {
+func send(t *testing.T, s *txn.Session, rs []kafka.Record) {
 	t.Helper()
 	for _, r := range rs {
 		require.NoError(t, s.Send(ctx(t), r))

@@ -1,6 +1,6 @@
 //go:build !race
 
-package exactlyonce_test
+package txn_test
 
 // raceEnabled is set when the tests run under the race detector.
 const raceEnabled = false

@@ -1,4 +1,4 @@
-package exactlyonce_test
+package txn_test
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/weirstream/weir/exactlyonce"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/txn"
 )
 
 func TestCommit(t *testing.T) {
@@ -41,7 +41,7 @@ func TestCommit(t *testing.T) {
 		require.NoError(t, f.txn(t, s, second, f.offsets(9, 7)))
 		f.requireVisible(t, values(first, second))
 		require.Equal(t, [2]int64{9, 7}, f.committed(t))
-		require.Equal(t, int64(1), exactlyonce.Inits(s))
+		require.Equal(t, int64(1), txn.Inits(s))
 	})
 }
 
@@ -110,8 +110,8 @@ func TestFencing(t *testing.T) {
 
 		s := f.session(t) // InitProducerId: aborts the zombie's transaction
 		err := zombie.Commit(ctx(t), f.offsets(6, 6), f.gm())
-		require.ErrorIs(t, err, exactlyonce.ErrFenced)
-		var xe *exactlyonce.Error
+		require.ErrorIs(t, err, txn.ErrFenced)
+		var xe *txn.Error
 		require.ErrorAs(t, err, &xe)
 		require.Equal(t, "commit", xe.Op)
 		require.True(t, errors.Is(err, sarama.ErrProducerFenced) || errors.Is(err, sarama.ErrInvalidProducerEpoch), "%v", err)
@@ -120,8 +120,8 @@ func TestFencing(t *testing.T) {
 
 		// The zombie stays fenced until Reset; it does not disturb the
 		// new session.
-		require.ErrorIs(t, zombie.Begin(ctx(t)), exactlyonce.ErrFenced)
-		require.ErrorIs(t, zombie.Send(ctx(t), f.records("z", 1)[0]), exactlyonce.ErrFenced)
+		require.ErrorIs(t, zombie.Begin(ctx(t)), txn.ErrFenced)
+		require.ErrorIs(t, zombie.Send(ctx(t), f.records("z", 1)[0]), txn.ErrFenced)
 		recs := f.records("new", 3)
 		require.NoError(t, f.txn(t, s, recs, f.offsets(6, 6)))
 		f.requireVisible(t, values(recs))
@@ -158,9 +158,9 @@ func TestFencedWhileSending(t *testing.T) {
 			sendErr = zombie.Send(ctx(t), f.records("after", 1)[0])
 			return sendErr != nil
 		}, kafkatest.Timeout, 10*time.Millisecond)
-		var xe *exactlyonce.Error
+		var xe *txn.Error
 		require.ErrorAs(t, sendErr, &xe)
-		require.Contains(t, []error{exactlyonce.ErrFenced, exactlyonce.ErrIndefinite}, xe.Kind, "%v", sendErr)
+		require.Contains(t, []error{txn.ErrFenced, txn.ErrIndefinite}, xe.Kind, "%v", sendErr)
 		require.ErrorIs(t, zombie.Commit(ctx(t), f.offsets(1, 1), f.gm()), xe.Kind)
 		require.ErrorIs(t, zombie.Begin(ctx(t)), xe.Kind)
 		f.requireVisible(t, nil)
@@ -214,7 +214,7 @@ func TestGroupMetadata(t *testing.T) {
 			require.NoError(t, s.Begin(ctx(t)), name)
 			send(t, s, f.records(name, 2))
 			err := s.Commit(ctx(t), f.offsets(9, 9), gm)
-			require.ErrorIs(t, err, exactlyonce.ErrFenced, name)
+			require.ErrorIs(t, err, txn.ErrFenced, name)
 			require.True(t, errors.Is(err, sarama.ErrIllegalGeneration) || errors.Is(err, sarama.ErrUnknownMemberId), "%s: %v", name, err)
 			require.NoError(t, s.Reset(ctx(t)), name)
 		}
@@ -257,27 +257,27 @@ func TestUsage(t *testing.T) {
 		f := setup(t, env)
 		s := f.session(t)
 		r := f.records("r", 1)[0]
-		require.ErrorIs(t, s.Send(ctx(t), r), exactlyonce.ErrNoTransaction)
-		require.ErrorIs(t, s.Commit(ctx(t), nil, f.gm()), exactlyonce.ErrNoTransaction)
+		require.ErrorIs(t, s.Send(ctx(t), r), txn.ErrNoTransaction)
+		require.ErrorIs(t, s.Commit(ctx(t), nil, f.gm()), txn.ErrNoTransaction)
 		require.NoError(t, s.Abort(ctx(t)))
 
 		require.NoError(t, s.Begin(ctx(t)))
-		require.ErrorIs(t, s.Begin(ctx(t)), exactlyonce.ErrTransactionOpen)
+		require.ErrorIs(t, s.Begin(ctx(t)), txn.ErrTransactionOpen)
 		require.Error(t, s.Send(ctx(t), kafka.Record{Value: []byte("no topic")}))
 
 		// Invalid arguments leave the transaction open.
 		for _, bad := range []struct {
-			offsets map[exactlyonce.TopicPartition]int64
+			offsets map[txn.TopicPartition]int64
 			gm      kafka.GroupMetadata
 		}{
 			{f.offsets(1, 1), kafka.GroupMetadata{}},
-			{map[exactlyonce.TopicPartition]int64{{Topic: "", Partition: 0}: 1}, f.gm()},
-			{map[exactlyonce.TopicPartition]int64{{Topic: f.in, Partition: -1}: 1}, f.gm()},
-			{map[exactlyonce.TopicPartition]int64{{Topic: f.in, Partition: 0}: -2}, f.gm()},
+			{map[txn.TopicPartition]int64{{Topic: "", Partition: 0}: 1}, f.gm()},
+			{map[txn.TopicPartition]int64{{Topic: f.in, Partition: -1}: 1}, f.gm()},
+			{map[txn.TopicPartition]int64{{Topic: f.in, Partition: 0}: -2}, f.gm()},
 		} {
 			err := s.Commit(ctx(t), bad.offsets, bad.gm)
 			require.Error(t, err)
-			var xe *exactlyonce.Error
+			var xe *txn.Error
 			require.False(t, errors.As(err, &xe), "%v has a kind", err)
 		}
 		send(t, s, []kafka.Record{r})
@@ -285,15 +285,15 @@ func TestUsage(t *testing.T) {
 		f.requireVisible(t, []string{"r-0"})
 
 		// A Send during Commit either joins or fails; after Commit it fails.
-		require.ErrorIs(t, s.Send(ctx(t), r), exactlyonce.ErrNoTransaction)
+		require.ErrorIs(t, s.Send(ctx(t), r), txn.ErrNoTransaction)
 
 		require.NoError(t, s.Close())
 		require.NoError(t, s.Close())
-		require.ErrorIs(t, s.Begin(ctx(t)), exactlyonce.ErrClosed)
-		require.ErrorIs(t, s.Send(ctx(t), r), exactlyonce.ErrClosed)
-		require.ErrorIs(t, s.Commit(ctx(t), nil, f.gm()), exactlyonce.ErrClosed)
-		require.ErrorIs(t, s.Abort(ctx(t)), exactlyonce.ErrClosed)
-		require.ErrorIs(t, s.Reset(ctx(t)), exactlyonce.ErrClosed)
+		require.ErrorIs(t, s.Begin(ctx(t)), txn.ErrClosed)
+		require.ErrorIs(t, s.Send(ctx(t), r), txn.ErrClosed)
+		require.ErrorIs(t, s.Commit(ctx(t), nil, f.gm()), txn.ErrClosed)
+		require.ErrorIs(t, s.Abort(ctx(t)), txn.ErrClosed)
+		require.ErrorIs(t, s.Reset(ctx(t)), txn.ErrClosed)
 	})
 }
 
@@ -307,7 +307,7 @@ func TestPartitionOutOfRange(t *testing.T) {
 		send(t, s, f.records("ok", 2))
 		require.NoError(t, s.Send(ctx(t), kafka.Record{Topic: f.out, Partition: 7, Value: []byte("nowhere")}))
 		err := s.Commit(ctx(t), f.offsets(1, 1), f.gm())
-		require.ErrorIs(t, err, exactlyonce.ErrFatal)
+		require.ErrorIs(t, err, txn.ErrFatal)
 		require.ErrorIs(t, err, sarama.ErrInvalidPartition)
 		var pe *kafka.PartitionError
 		require.ErrorAs(t, err, &pe)

@@ -1,4 +1,4 @@
-package exactlyonce_test
+package txn_test
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/weirstream/weir/exactlyonce"
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/txn"
 	"github.com/weirstream/weir/third_party/kfake"
 )
 
@@ -63,10 +63,10 @@ func TestDelayedEndTxnIsFenced(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				f := setup(t, env)
-				s := f.session(t, func(c *exactlyonce.Config) {
+				s := f.session(t, func(c *txn.Config) {
 					c.RequestTimeout = 500 * time.Millisecond
 					if !reinit {
-						exactlyonce.DisableReinit(c)
+						txn.DisableReinit(c)
 					}
 				})
 				one, two, three := f.records("one", 4), f.records("two", 4), f.records("three", 4)
@@ -76,7 +76,7 @@ func TestDelayedEndTxnIsFenced(t *testing.T) {
 				release, held := delayEndTxn(t, env.Cluster(), f.txnID, func() bool { return first.CompareAndSwap(false, true) })
 				require.NoError(t, f.txn(t, s, two, f.offsets(2, 2)), "sarama's resent EndTxn commits")
 				require.Equal(t, int32(1), held.Load())
-				require.NotZero(t, exactlyonce.ConnFailures(s))
+				require.NotZero(t, txn.ConnFailures(s))
 				f.requireVisible(t, values(one, two))
 				require.Equal(t, [2]int64{2, 2}, f.committed(t))
 
@@ -85,7 +85,7 @@ func TestDelayedEndTxnIsFenced(t *testing.T) {
 				if reinit {
 					want = 2
 				}
-				require.Equal(t, want, exactlyonce.Inits(s))
+				require.Equal(t, want, txn.Inits(s))
 				before := f.written(t)
 				send(t, s, three)
 				f.waitWritten(t, before+int64(len(three))) // in the log, uncommitted
@@ -123,9 +123,9 @@ func TestEndTxnTimeoutIsIndefinite(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				f := setup(t, env)
-				slow := func(c *exactlyonce.Config) {
+				slow := func(c *txn.Config) {
 					c.RequestTimeout = 300 * time.Millisecond
-					exactlyonce.SetTxnRetry(c, 1, 10*time.Millisecond)
+					txn.SetTxnRetry(c, 1, 10*time.Millisecond)
 				}
 				s := f.session(t, slow)
 				one, two, three := f.records("one", 4), f.records("two", 4), f.records("three", 2)
@@ -135,12 +135,12 @@ func TestEndTxnTimeoutIsIndefinite(t *testing.T) {
 				hold.Store(true)
 				release, held := delayEndTxn(t, env.Cluster(), f.txnID, hold.Load)
 				err := f.txn(t, s, two, f.offsets(2, 2))
-				require.ErrorIs(t, err, exactlyonce.ErrIndefinite)
+				require.ErrorIs(t, err, txn.ErrIndefinite)
 				var ne net.Error
 				require.True(t, errors.As(err, &ne) && ne.Timeout(), "cause: %v", err)
 				require.Equal(t, int32(2), held.Load(), "sent, resent once, given up")
 				hold.Store(false)
-				require.ErrorIs(t, s.Begin(ctx(t)), exactlyonce.ErrIndefinite, "Reset comes first")
+				require.ErrorIs(t, s.Begin(ctx(t)), txn.ErrIndefinite, "Reset comes first")
 
 				obs := observeEndTxn(env.Cluster(), f.txnID)
 				next := s
@@ -194,7 +194,7 @@ func TestCommitContextEnds(t *testing.T) {
 		defer cancel()
 		start := time.Now()
 		err := s.Commit(short, f.offsets(2, 2), f.gm())
-		require.ErrorIs(t, err, exactlyonce.ErrIndefinite)
+		require.ErrorIs(t, err, txn.ErrIndefinite)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.Less(t, time.Since(start), 5*time.Second)
 		require.Equal(t, int32(1), held.Load())
