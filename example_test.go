@@ -1,0 +1,255 @@
+package weir_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/embedded"
+	"github.com/weirstream/weir/microbatch"
+	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/topology"
+)
+
+// The examples run on an in-process Kafka broker (package embedded); point
+// weir.WithBrokers at a real cluster instead and nothing else changes.
+
+// exampleTopology is the topology of the examples: lines in, the running count
+// of every word out, and a queryable store "counts".
+func exampleTopology() (*topology.Topology, error) {
+	b := topology.NewBuilder()
+	lines := topology.NewStream(b, "text", serde.String(), serde.String())
+	words := topology.FlatMapValues(lines, strings.Fields)
+	topology.GroupBy(words, func(_, w string) string { return w }).
+		Count(topology.Materialized("counts")).
+		ToStream().To("word-counts")
+	return b.Build()
+}
+
+// One instance: start it, feed it lines, ask its HTTP endpoint for a count.
+func ExampleApp() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	broker, err := embedded.Start(ctx, embedded.Options{Topics: map[string]int32{"text": 4, "word-counts": 4}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer broker.Close()
+	if err := writeLines(broker.Addrs(), "text", "to be or not to be", "that is the question"); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	topo, err := exampleTopology()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	stateDir, _ := os.MkdirTemp("", "weir-example-*")
+	defer os.RemoveAll(stateDir)
+	app, err := weir.New(topo,
+		weir.WithBrokers(broker.Addrs()...),
+		weir.WithApplicationID("wordcount"), // the consumer group; instances share its partitions
+		weir.WithStateDir(stateDir),         // the instance's local state
+		weir.WithHTTP("127.0.0.1:0"),        // interactive queries on a free port
+	)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- app.Run(runCtx) }() // Run returns when runCtx is done
+
+	answer, err := askCount(ctx, app, "be", 2) // GET /stores/counts/keys/be
+	fmt.Println(answer.Key, answer.Value, err)
+
+	stop() // a graceful stop: the last epoch commits
+	fmt.Println("stopped:", <-done)
+	// Output:
+	// be 2 <nil>
+	// stopped: <nil>
+}
+
+// Two instances of one application share the partitions of its topics,
+// and each answers a query for any key: from its own state, or by
+// forwarding to the instance that owns the key's partition.
+func ExampleApp_twoInstances() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	broker, err := embedded.Start(ctx, embedded.Options{Topics: map[string]int32{"text": 4, "word-counts": 4}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer broker.Close()
+	text := []string{"the stream is the table", "and the table is the stream", "ask any instance"}
+	if err := writeLines(broker.Addrs(), "text", text...); err != nil {
+		fmt.Println(err)
+		return
+	}
+	topo, err := exampleTopology()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 2)
+	var apps []*weir.App
+	for range 2 {
+		stateDir, _ := os.MkdirTemp("", "weir-example-*")
+		defer os.RemoveAll(stateDir)
+		app, err := weir.New(topo,
+			weir.WithBrokers(broker.Addrs()...),
+			weir.WithApplicationID("wordcount"), // the same application: one consumer group
+			weir.WithStateDir(stateDir),         // one state directory per instance
+			weir.WithHTTP("127.0.0.1:0"),
+			weir.WithSessionTimeout(6*time.Second), // quicker rebalances than the default 45 s
+			weir.WithHeartbeatInterval(500*time.Millisecond),
+		)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		apps = append(apps, app)
+		go func() { done <- app.Run(runCtx) }()
+	}
+
+	// Either instance answers for any word: from its own state, or by
+	// forwarding to the owner of the word's partition (servedBy).
+	the, err := askCount(ctx, apps[0], "the", 4)
+	fmt.Println("first instance:", the.Key, the.Value, err)
+	the, err = askCount(ctx, apps[1], "the", 4)
+	fmt.Println("second instance:", the.Key, the.Value, err)
+
+	stop()
+	fmt.Println(<-done, <-done)
+	// Output:
+	// first instance: the 4 <nil>
+	// second instance: the 4 <nil>
+	// <nil> <nil>
+}
+
+// The micro-batch mode with the AvailableNow trigger is a batch job over
+// the same topology: Run processes everything in the topics at start and
+// returns. ForEachBatch receives what the sinks write instead of Kafka.
+func ExampleWithMicroBatch() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	broker, err := embedded.Start(ctx, embedded.Options{Topics: map[string]int32{"text": 4, "word-counts": 4}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer broker.Close()
+	if err := writeLines(broker.Addrs(), "text", "to be or not to be"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	topo, err := exampleTopology()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	stateDir, _ := os.MkdirTemp("", "weir-example-*")
+	defer os.RemoveAll(stateDir)
+
+	final := map[string]int64{} // the last count written for every word
+	app, err := weir.New(topo,
+		weir.WithBrokers(broker.Addrs()...),
+		weir.WithApplicationID("report"),
+		weir.WithStateDir(stateDir),
+		weir.WithGuarantee(weir.ExactlyOnce),
+		weir.WithMicroBatch(microbatch.Config{
+			Trigger: microbatch.AvailableNow(),
+			ForEachBatch: func(_ context.Context, batchID int64, records []microbatch.Record) error {
+				for _, r := range records {
+					n, err := serde.Int64().Deserialize(r.Topic, r.Value)
+					if err != nil {
+						return err
+					}
+					final[string(r.Key)] = n
+				}
+				return nil
+			},
+		}),
+	)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("run:", app.Run(ctx)) // returns once everything available at start is processed
+	fmt.Println(final)
+	// Output:
+	// run: <nil>
+	// map[be:2 not:1 or:1 to:2]
+}
+
+// countAnswer is a reply of GET /stores/{store}/keys/{key}.
+type countAnswer struct {
+	Key      string
+	Value    int64
+	ServedBy string
+}
+
+// askCount asks app for word's count in the store "counts" until the
+// answer is want (any answer for want < 0), or ctx is done.
+func askCount(ctx context.Context, app *weir.App, word string, want int64) (countAnswer, error) {
+	for {
+		var a countAnswer
+		err := getJSON(app, "/stores/counts/keys/"+word, &a)
+		if err == nil && (want < 0 || a.Value == want) {
+			return a, nil
+		}
+		select {
+		case <-ctx.Done():
+			return a, fmt.Errorf("%s: %w (last: %v)", word, ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// getJSON GETs path from app's HTTP endpoints into v.
+func getJSON(app *weir.App, path string, v any) error {
+	addr := app.HTTPAddr() // empty until the endpoint listens
+	if addr == "" {
+		return fmt.Errorf("not listening yet")
+	}
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", path, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// writeLines writes lines to topic, as another service's producer would.
+func writeLines(brokers []string, topic string, lines ...string) error {
+	cfg := sarama.NewConfig()
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	p, err := sarama.NewSyncProducer(brokers, cfg)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	for _, l := range lines {
+		if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder(l)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
