@@ -58,22 +58,66 @@ func TopicNameStrategy(topic string, isKey bool) string {
 	return topic + "-value"
 }
 
+// RecordNameStrategy returns Confluent's RecordNameStrategy for records whose
+// schema has the fully-qualified name fullName ("com.example.Click"): the
+// subject is fullName, whatever the topic, so that one subject holds the
+// schema of a record type wherever it is written. WithRecordNameStrategy
+// takes the name from the serde's schema instead.
+func RecordNameStrategy(fullName string) SubjectNameStrategy {
+	return func(string, bool) string { return fullName }
+}
+
+// TopicRecordNameStrategy returns Confluent's TopicRecordNameStrategy for
+// records named fullName: the subject is "<topic>-<fullName>", so that a topic
+// can hold several record types, each with its own subject.
+// WithTopicRecordNameStrategy takes the name from the serde's schema instead.
+func TopicRecordNameStrategy(fullName string) SubjectNameStrategy {
+	return func(topic string, _ bool) string { return topic + "-" + fullName }
+}
+
 // ConfluentOption configures NewConfluentAvro. Options are applied in order.
 type ConfluentOption func(*confluentConfig)
 
+// byRecordName says how a subject is named from the schema's record name.
+type byRecordName int
+
+const (
+	notByRecordName byRecordName = iota
+	recordName                   // RecordNameStrategy
+	topicRecordName              // TopicRecordNameStrategy
+)
+
 type confluentConfig struct {
 	strategy SubjectNameStrategy
+	byName   byRecordName // if set, overrides strategy once the schema is known
 	isKey    bool
 }
 
 // WithSubjectNameStrategy sets how subjects are named; the default is
-// TopicNameStrategy. A nil strategy keeps the default.
+// TopicNameStrategy. A nil strategy keeps the strategy set before.
 func WithSubjectNameStrategy(s SubjectNameStrategy) ConfluentOption {
 	return func(c *confluentConfig) {
 		if s != nil {
-			c.strategy = s
+			c.strategy, c.byName = s, notByRecordName
 		}
 	}
+}
+
+// WithRecordNameStrategy names subjects with RecordNameStrategy: the subject
+// is the fully-qualified name of the serde's record schema
+// ("com.example.Click"), the same for every topic and for keys and values.
+// NewConfluentAvro fails with an error wrapping ErrInvalidSchema if the
+// top-level schema is not a named record.
+func WithRecordNameStrategy() ConfluentOption {
+	return func(c *confluentConfig) { c.byName = recordName }
+}
+
+// WithTopicRecordNameStrategy names subjects with TopicRecordNameStrategy:
+// "<topic>-<full name of the serde's record schema>". NewConfluentAvro fails
+// with an error wrapping ErrInvalidSchema if the top-level schema is not a
+// named record.
+func WithTopicRecordNameStrategy() ConfluentOption {
+	return func(c *confluentConfig) { c.byName = topicRecordName }
 }
 
 // ForKey makes the serde one for record keys: the subject is named with
@@ -123,6 +167,17 @@ func NewConfluentAvro(resolver SchemaResolver, schema string, opts ...ConfluentO
 	writer, err := compileRecordAvro(schema)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.byName != notByRecordName {
+		name := writer.shape.name
+		if writer.shape.kind != avroRecord || name == "" {
+			return nil, fmt.Errorf("%w: confluent avro: a record name strategy needs a named record schema", ErrInvalidSchema)
+		}
+		if cfg.byName == recordName {
+			cfg.strategy = RecordNameStrategy(name)
+		} else {
+			cfg.strategy = TopicRecordNameStrategy(name)
+		}
 	}
 	return &confluentAvro{
 		resolver: resolver,

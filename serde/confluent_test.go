@@ -360,3 +360,41 @@ func FuzzConfluentAvro(f *testing.F) {
 		require.Equal(t, fmt.Sprintf("%v", m), fmt.Sprintf("%v", m2))
 	})
 }
+
+func TestRecordNameStrategies(t *testing.T) {
+	require.Equal(t, "com.example.Click", RecordNameStrategy("com.example.Click")("clicks", false))
+	require.Equal(t, "com.example.Click", RecordNameStrategy("com.example.Click")("other", true))
+	require.Equal(t, "clicks-com.example.Click", TopicRecordNameStrategy("com.example.Click")("clicks", false))
+	require.Equal(t, "clicks-com.example.Click", TopicRecordNameStrategy("com.example.Click")("clicks", true))
+
+	const click = `{"type":"record","name":"Click","namespace":"com.example","fields":[{"name":"x","type":"long"}]}`
+	for _, tc := range []struct {
+		name string
+		opts []ConfluentOption
+		want string
+	}{
+		{"record", []ConfluentOption{WithRecordNameStrategy()}, "com.example.Click"},
+		{"record, key", []ConfluentOption{ForKey(), WithRecordNameStrategy()}, "com.example.Click"},
+		{"topic record", []ConfluentOption{WithTopicRecordNameStrategy()}, "clicks-com.example.Click"},
+		{"later option wins", []ConfluentOption{WithRecordNameStrategy(), WithSubjectNameStrategy(TopicNameStrategy)}, "clicks-value"},
+		{"nil keeps the record name", []ConfluentOption{WithRecordNameStrategy(), WithSubjectNameStrategy(nil)}, "com.example.Click"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := NewMemoryRegistry()
+			s, err := NewConfluentAvro(reg, click, tc.opts...)
+			require.NoError(t, err)
+			_, err = s.Serialize("clicks", map[string]any{"x": int64(1)})
+			require.NoError(t, err)
+			require.Equal(t, []string{tc.want}, reg.Subjects())
+		})
+	}
+
+	// A dotted name is the full name; a map has no name at all.
+	s, err := NewConfluentAvro(NewMemoryRegistry(), pointSchemaV1, WithTopicRecordNameStrategy())
+	require.NoError(t, err)
+	_, err = s.Serialize("points", map[string]any{"x": int64(1)})
+	require.NoError(t, err)
+	_, err = NewConfluentAvro(NewMemoryRegistry(), `{"type":"map","values":"long"}`, WithRecordNameStrategy())
+	require.ErrorIs(t, err, ErrInvalidSchema)
+	require.EqualError(t, err, "serde: invalid avro schema: confluent avro: a record name strategy needs a named record schema")
+}

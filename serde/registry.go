@@ -15,8 +15,9 @@ var ErrSchemaNotFound = errors.New("serde: schema not found")
 
 // SchemaResolver is the part of a schema registry that serdes need: schema
 // text by id for reading, and the id of a schema under a subject for writing.
-// It is a pure interface; an HTTP client for a Confluent Schema Registry lives
-// outside this package, and NewMemoryRegistry is an in-memory one.
+// It is a pure interface; the HTTP client for a Confluent-compatible Schema
+// Registry is in package serde/registry (this package does no I/O), and
+// NewMemoryRegistry is an in-memory one.
 //
 // Implementations must be safe for concurrent use. Serdes cache what a
 // resolver returns, so an id must keep naming the same schema.
