@@ -71,6 +71,9 @@ func New(topo *topology.Topology, opts ...Option) (*App, error) {
 	case cfg.replication == 0 || cfg.replication < -1:
 		return nil, fmt.Errorf("%w: replication factor %d (WithReplicationFactor: -1 for the broker's default, or 1 and more)", ErrConfig, cfg.replication)
 	}
+	if cfg.createSinks != nil && cfg.createSinks.Partitions < 1 {
+		return nil, fmt.Errorf("%w: sink topic partitions %d (WithCreateSinkTopics: 1 or more)", ErrConfig, cfg.createSinks.Partitions)
+	}
 	for k := range cfg.topicConfig {
 		if k == "" || k == "cleanup.policy" {
 			return nil, fmt.Errorf("%w: topic config %q (WithTopicConfig; weir sets cleanup.policy itself)", ErrConfig, k)
@@ -127,13 +130,24 @@ func (a *App) Run(ctx context.Context) error {
 	if err := os.MkdirAll(a.cfg.stateDir, 0o755); err != nil {
 		return fmt.Errorf("weir: state dir: %w", err)
 	}
+	var txnID string
+	if a.cfg.guarantee == ExactlyOnce {
+		id, err := exactlyonce.LoadOrCreateInstanceID(a.cfg.stateDir)
+		if err != nil {
+			return fmt.Errorf("weir: %w", err)
+		}
+		txnID = a.cfg.applicationID + "-" + id
+	}
 	rt, err := runtime.New(runtime.Config{
 		ApplicationID: a.cfg.applicationID, Graph: a.topo.Graph(), Kafka: a.cfg.kafkaConfig(),
 		Logger: a.cfg.logger, BadRecords: a.cfg.badRecords, Clock: a.cfg.clock,
 		SessionTimeout: a.cfg.sessionTimeout, HeartbeatInterval: a.cfg.heartbeatInterval,
 		InstanceID: a.cfg.instanceID, StateDir: a.cfg.stateDir, StagingLimit: a.cfg.stagingLimit,
 		Standbys: a.cfg.standbys, Hooks: a.metrics.Hooks(),
-		InternalTopics: runtime.TopicSettings{ReplicationFactor: a.cfg.replication, Config: a.cfg.topicConfig},
+		InternalTopics:  runtime.TopicSettings{ReplicationFactor: a.cfg.replication, Config: a.cfg.topicConfig},
+		CreateSinks:     a.cfg.createSinks,
+		SkipSinkTopics:  a.cfg.mode == MicroBatch && a.cfg.microBatch.ForEachBatch != nil,
+		TransactionalID: txnID,
 	})
 	if err != nil {
 		return fmt.Errorf("weir: %w", err)
@@ -146,7 +160,7 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	a.cfg.logger.Info("weir: starting", "application", a.cfg.applicationID, "mode", a.cfg.mode.String(),
 		"guarantee", a.cfg.guarantee.String())
-	runErr := a.runEngine(ctx, rt)
+	runErr := a.runEngine(ctx, rt, txnID)
 	stopHTTP()
 	closeErr := rt.Close()
 	if runErr != nil {
@@ -159,13 +173,18 @@ func (a *App) Run(ctx context.Context) error {
 }
 
 // runEngine runs the engine of the configured mode and guarantee.
-func (a *App) runEngine(ctx context.Context, rt *runtime.Runtime) error {
-	if a.cfg.guarantee == ExactlyOnce {
-		id, err := exactlyonce.LoadOrCreateInstanceID(a.cfg.stateDir)
-		if err != nil {
-			return err
+func (a *App) runEngine(ctx context.Context, rt *runtime.Runtime, txnID string) error {
+	// The preflight runs before anything joins the group or opens a
+	// transaction: a topology the cluster cannot run stops here, with
+	// every problem named at once.
+	if err := rt.Preflight(ctx); err != nil {
+		if runtime.Stopped(ctx, err) {
+			return nil
 		}
-		if err := rt.EnableExactlyOnce(ctx, a.cfg.applicationID+"-"+id); err != nil {
+		return err
+	}
+	if txnID != "" {
+		if err := rt.EnableExactlyOnce(ctx, txnID); err != nil {
 			if runtime.Stopped(ctx, err) {
 				return nil // stopped while starting: nothing was processed
 			}

@@ -3,6 +3,7 @@ package weir
 import (
 	"crypto/tls"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/weirstream/weir/internal/runtime"
@@ -38,6 +39,7 @@ type config struct {
 	progressReports   int
 	replication       int16
 	topicConfig       map[string]string
+	createSinks       *runtime.SinkTopics
 }
 
 type sasl struct{ mechanism, user, password string }
@@ -207,5 +209,19 @@ func WithTopicConfig(key, value string) Option {
 			c.topicConfig = map[string]string{}
 		}
 		c.topicConfig[key] = value
+	}
+}
+
+// WithCreateSinkTopics makes Run create a sink topic that does not exist
+// with the given partition count and topic configs (nil for the broker's
+// defaults) and the replication factor of WithReplicationFactor, as Kafka
+// Streams never does. By default a missing sink topic stops Run before it
+// joins the group, with an error naming the topic: a typo in a topic name,
+// or a cluster that creates no topics on its own, is found at start, not
+// at the first record. New rejects a partition count below 1. Existing
+// topics are not changed.
+func WithCreateSinkTopics(partitions int32, topicConfig map[string]string) Option {
+	return func(c *config) {
+		c.createSinks = &runtime.SinkTopics{Partitions: partitions, Config: maps.Clone(topicConfig)}
 	}
 }

@@ -50,6 +50,15 @@ type Config struct {
 	// InternalTopics are the replication factor and configs of the topics
 	// Prepare creates (repartition, changelog, dead-letter).
 	InternalTopics TopicSettings
+	// CreateSinks, when set, makes the preflight create missing sink
+	// topics with these settings instead of reporting them.
+	CreateSinks *SinkTopics
+	// SkipSinkTopics: the sinks do not write to Kafka (micro-batch's
+	// ForEachBatch), so the preflight does not check their topics.
+	SkipSinkTopics bool
+	// TransactionalID, under exactly-once, makes the preflight check the
+	// transactional features the cluster offers for it.
+	TransactionalID string
 }
 
 // TopicSettings are what weir's internal topics are created with besides
@@ -164,34 +173,14 @@ func New(cfg Config) (*Runtime, error) {
 	return r, nil
 }
 
-// Prepare checks the source topics (they must exist, and the sources of
-// each sub-topology must be co-partitioned) and creates the internal topics
-// and, under the DeadLetter policy, the dead-letter topics.
+// Prepare runs the preflight (see Preflight), unless it ran, and starts
+// the standbys. Every problem the preflight finds is returned at once: the
+// engine stops before it joins the group.
 func (r *Runtime) Prepare(ctx context.Context) error {
-	sources := ExternalSources(r.cfg.Graph)
-	counts, err := r.admin.PartitionCounts(ctx, sources)
-	if err != nil {
-		return fmt.Errorf("runtime: source topics: %w", err)
-	}
-	plan, err := Plan(r.cfg.Graph, r.cfg.ApplicationID, counts)
-	if err != nil {
+	if err := r.Preflight(ctx); err != nil {
 		return err
 	}
-	var specs []kafka.TopicSpec
-	for _, it := range plan.Internal {
-		specs = append(specs, r.cfg.InternalTopics.spec(it.Name, it.Partitions, it.Compacted))
-	}
-	if r.cfg.BadRecords == DeadLetter {
-		for topic, sub := range plan.Subtopology {
-			specs = append(specs, r.cfg.InternalTopics.spec(DeadLetterTopic(topic), plan.Partitions[sub], false))
-		}
-	}
-	if len(specs) > 0 {
-		if err := r.admin.EnsureTopics(ctx, specs); err != nil {
-			return fmt.Errorf("runtime: internal topics: %w", err)
-		}
-	}
-	r.plan = plan
+	plan := r.plan
 	r.prepared.Store(true)
 	if r.cfg.Standbys {
 		bgCtx, cancel := context.WithCancel(ctx)

@@ -1,0 +1,96 @@
+package weir_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/runtime"
+)
+
+// A misconfigured topology stops Run at start, before it joins the group,
+// within seconds, under both guarantees and in both modes, with an error
+// naming the topic and what is wrong (issue 23). Before the preflight a
+// missing sink topic made exactly-once abort every epoch forever and
+// at-least-once fail after ~15 s with "circuit breaker is open".
+func TestMisconfiguredTopologyFailsAtStart(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		for _, tc := range []struct {
+			name  string
+			setup func(t *testing.T, appID, in, out string)
+			is    error
+			want  func(appID, out string) string
+		}{
+			{
+				name:  "missing sink",
+				setup: func(t *testing.T, appID, in, out string) {},
+				is:    runtime.ErrMissingTopic,
+				want: func(_, out string) string {
+					return `sink topic "` + out + `" does not exist (sub-topology 1 writes to it)`
+				},
+			},
+			{
+				name: "changelog with the wrong partition count",
+				setup: func(t *testing.T, appID, in, out string) {
+					createTopic(t, env, kafka.TopicSpec{Name: appID + "-counts-changelog", Partitions: 3, Config: map[string]string{"cleanup.policy": "compact"}})
+				},
+				is: runtime.ErrInternalTopic,
+				want: func(appID, _ string) string {
+					return `changelog topic "` + appID + `-counts-changelog" has 3 partitions; weir needs 2`
+				},
+			},
+			{
+				name: "changelog not compacted",
+				setup: func(t *testing.T, appID, in, out string) {
+					createTopic(t, env, kafka.TopicSpec{Name: appID + "-counts-changelog", Partitions: 2, Config: map[string]string{"cleanup.policy": "delete"}})
+				},
+				is: runtime.ErrInternalTopic,
+				want: func(appID, _ string) string {
+					return `changelog topic "` + appID + `-counts-changelog" has cleanup.policy=delete; a changelog must be compacted`
+				},
+			},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				for _, g := range []weir.Guarantee{weir.AtLeastOnce, weir.ExactlyOnce} {
+					for _, mode := range []weir.Mode{weir.Continuous, weir.MicroBatch} {
+						in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+						kafkatest.CreateTopic(t, env, in, 2)
+						if tc.name != "missing sink" {
+							kafkatest.CreateTopic(t, env, out, 2)
+						}
+						appID := kafkatest.GroupID(t)
+						tc.setup(t, appID, in, out)
+						app, err := weir.New(wordCountTopology(t, in, out), append(baseOptions(t, env, appID),
+							weir.WithGuarantee(g), weir.WithMode(mode))...)
+						require.NoError(t, err)
+						ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+						start := time.Now()
+						err = app.Run(ctx)
+						cancel()
+						took := time.Since(start)
+						require.Error(t, err, "%s %s", mode, g)
+						require.ErrorIs(t, err, tc.is, "%s %s", mode, g)
+						require.True(t, strings.Contains(err.Error(), tc.want(appID, out)), "%s %s: %v", mode, g, err)
+						require.Less(t, took, 10*time.Second, "%s %s", mode, g)
+						t.Logf("%s %s: Run returned after %v: %v", mode, g, took.Round(time.Millisecond), err)
+					}
+				}
+			})
+		}
+	})
+}
+
+// createTopic creates a topic with the given settings.
+func createTopic(t *testing.T, env *kafkatest.Env, spec kafka.TopicSpec) {
+	t.Helper()
+	a, err := kafka.NewAdmin(env.Config())
+	require.NoError(t, err)
+	defer a.Close()
+	require.NoError(t, a.EnsureTopics(t.Context(), []kafka.TopicSpec{spec}))
+}
