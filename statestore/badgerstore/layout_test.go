@@ -5,8 +5,6 @@ import (
 	"cmp"
 	"math"
 	"math/rand/v2"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -123,18 +121,4 @@ func FuzzDecode(f *testing.F) {
 		}
 		parseRowKey(b)
 	})
-}
-
-// TestForbiddenImports keeps Kafka clients out of the store engine: it
-// writes state and checkpoints; the engines talk to Kafka.
-func TestForbiddenImports(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Skipf("go list: %v", err)
-	}
-	for _, dep := range strings.Fields(string(out)) {
-		for _, bad := range []string{"github.com/IBM/sarama", "github.com/twmb/franz-go"} {
-			require.False(t, dep == bad || strings.HasPrefix(dep, bad+"/"), "badgerstore depends on %s", dep)
-		}
-	}
 }

@@ -1,0 +1,211 @@
+package lint
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/weirstream/weir"
+
+// The import paths (and their subpackages) the policies name.
+const (
+	sarama  = "github.com/IBM/sarama"
+	franz   = "github.com/twmb/franz-go"
+	badger  = "github.com/dgraph-io/badger"
+	network = "net"
+	osExec  = "os/exec"
+	serde   = module + "/serde"
+)
+
+// policies says, per package, what its production code (tests excluded)
+// may not depend on, and why. Packages are relative to the module; "..."
+// is every package of the module but examples/ (programs, written as a
+// user writes them) and the except list.
+var policies = []struct {
+	pkgs      []string
+	except    []string
+	forbidden []string
+	// direct checks only the package's own imports; otherwise every
+	// package it depends on, directly or not, is checked.
+	direct bool
+	// noClock forbids reading the wall clock (time.Now, timers, sleeps).
+	noClock bool
+	why     string
+}{{
+	pkgs:      []string{"processor", "topology", "serde", "statestore", "topologytest"},
+	forbidden: []string{sarama, badger, franz, network, osExec},
+	noClock:   true,
+	why: "the processing core is pure (DESIGN §1): no Kafka client, no storage engine, no network; " +
+		"time comes from records or an injected clock, so a replay and the test driver are exact",
+}, {
+	pkgs:      []string{"statestore"},
+	forbidden: []string{serde},
+	why:       "typed store views take a Codec, so store engines do not depend on weir's serdes",
+}, {
+	pkgs:      []string{"offsets", "statestore/badgerstore"},
+	forbidden: []string{sarama, franz},
+	why:       "they store progress and state on disk; the engines talk to Kafka",
+}, {
+	pkgs:      []string{"..."},
+	except:    []string{"internal/kafka", "internal/txn"},
+	forbidden: []string{sarama},
+	direct:    true,
+	why: "one adapter per Kafka client: internal/kafka (consumer, producer, admin) and internal/txn " +
+		"(the transactional producer) are the only code that sees sarama's types; the rest speaks weir's own",
+}}
+
+// clockCalls are the functions of package time that read the wall clock.
+var clockCalls = map[string]bool{
+	"Now": true, "Since": true, "Until": true, "Sleep": true, "After": true,
+	"AfterFunc": true, "Tick": true, "NewTicker": true, "NewTimer": true,
+}
+
+// pkg is what go list says of one package.
+type pkg struct {
+	dir     string
+	imports []string
+}
+
+// listPackages returns every package of the module and of its
+// dependencies, by import path, with its production imports.
+func listPackages(t *testing.T) map[string]pkg {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}\t{{.Dir}}\t{{join .Imports \" \"}}", module+"/...").Output()
+	if ee, ok := err.(*exec.ExitError); ok {
+		t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+	}
+	require.NoError(t, err)
+	pkgs := map[string]pkg{}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Split(strings.TrimSuffix(line, "\n"), "\t")
+		require.Len(t, f, 3, "%q", line)
+		pkgs[f[0]] = pkg{dir: f[1], imports: strings.Fields(f[2])}
+	}
+	return pkgs
+}
+
+// under reports whether path is p or one of its subpackages.
+func under(path, p string) bool { return path == p || strings.HasPrefix(path, p+"/") }
+
+// TestImports checks every policy: package → forbidden → why.
+func TestImports(t *testing.T) {
+	all := listPackages(t)
+	for _, pol := range policies {
+		for _, path := range expand(t, all, pol.pkgs, pol.except) {
+			deps := all[path].imports
+			if !pol.direct {
+				deps = closure(all, path)
+			}
+			for _, dep := range deps {
+				for _, bad := range pol.forbidden {
+					if under(dep, bad) {
+						t.Errorf("%s depends on %s: %s", path, dep, pol.why)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestNoWallClock checks the packages that may not read the wall clock.
+func TestNoWallClock(t *testing.T) {
+	all := listPackages(t)
+	for _, pol := range policies {
+		if !pol.noClock {
+			continue
+		}
+		for _, path := range expand(t, all, pol.pkgs, pol.except) {
+			files, err := filepath.Glob(filepath.Join(all[path].dir, "*.go"))
+			require.NoError(t, err)
+			require.NotEmpty(t, files, path)
+			for _, file := range files {
+				if !strings.HasSuffix(file, "_test.go") {
+					checkClock(t, file, pol.why)
+				}
+			}
+		}
+	}
+}
+
+// checkClock reports every call of a clockCalls function in file.
+func checkClock(t *testing.T, file, why string) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+	require.NoError(t, err)
+	timeName := ""
+	for _, imp := range f.Imports {
+		if p, _ := strconv.Unquote(imp.Path.Value); p == "time" {
+			timeName = "time"
+			if imp.Name != nil {
+				timeName = imp.Name.Name
+			}
+		}
+	}
+	if timeName == "" {
+		return
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok && clockCalls[sel.Sel.Name] {
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == timeName {
+				t.Errorf("%s: time.%s reads the wall clock: %s", fset.Position(sel.Pos()), sel.Sel.Name, why)
+			}
+		}
+		return true
+	})
+}
+
+// expand turns a policy's package list into import paths, failing on a
+// package that does not exist (a policy must not rot silently).
+func expand(t *testing.T, all map[string]pkg, pkgs, except []string) []string {
+	var out []string
+	for _, p := range pkgs {
+		if p == "..." {
+			for path := range all {
+				rel := strings.TrimPrefix(path, module+"/")
+				if under(path, module) && !under(path, module+"/examples") && !slices.Contains(except, rel) {
+					out = append(out, path)
+				}
+			}
+			continue
+		}
+		path := module + "/" + p
+		_, ok := all[path]
+		require.True(t, ok, "policy names %s, which does not exist", path)
+		out = append(out, path)
+	}
+	for _, e := range except {
+		_, ok := all[module+"/"+e]
+		require.True(t, ok, "policy exempts %s, which does not exist", e)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// closure returns every package path depends on, directly or not.
+func closure(all map[string]pkg, path string) []string {
+	seen := map[string]bool{}
+	var visit func(string)
+	visit = func(p string) {
+		for _, dep := range all[p].imports {
+			if !seen[dep] {
+				seen[dep] = true
+				visit(dep)
+			}
+		}
+	}
+	visit(path)
+	out := make([]string, 0, len(seen))
+	for dep := range seen {
+		out = append(out, dep)
+	}
+	slices.Sort(out)
+	return out
+}
