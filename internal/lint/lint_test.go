@@ -44,7 +44,7 @@ var policies = []struct {
 	pkgs:      []string{"processor", "topology", "serde", "statestore", "topologytest"},
 	forbidden: []string{sarama, badger, franz, network, osExec},
 	noClock:   true,
-	why: "the processing core is pure (DESIGN §1): no Kafka client, no storage engine, no network; " +
+	why: "the processing core is pure (docs/design.md §1): no Kafka client, no storage engine, no network; " +
 		"time comes from records or an injected clock, so a replay and the test driver are exact",
 }, {
 	pkgs:      []string{"statestore"},

@@ -12,7 +12,7 @@ import (
 )
 
 // txnOutput makes every record tasks write part of one open transaction,
-// and Commit end it together with the consumer offsets (DESIGN §6): begin →
+// and Commit end it together with the consumer offsets (docs/design.md §6): begin →
 // outputs, changelog and dead-letter records → offsets with the live group
 // metadata → commit, then begin the next.
 type txnOutput struct {
@@ -85,7 +85,7 @@ func (t *txnOutput) commit(ctx context.Context, positions Positions, s kafka.Ses
 	return t.recover(ctx, err)
 }
 
-// recover applies DESIGN §6 to a failed transaction: abortable → abort;
+// recover applies docs/design.md §6 to a failed transaction: abortable → abort;
 // fenced or indefinite → re-create the producer with the same id (the epoch
 // bump aborts or completes what was in flight and fences it). Either way
 // the work is redone from the committed offsets: ErrRewind. Fatal errors
