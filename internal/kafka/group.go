@@ -325,31 +325,63 @@ func fatalGroupError(err error) bool {
 // unknown topic Metadata.Retry.Max times before it fails. A broker that
 // does not answer (down, restarting) is closed and the next one asked, for
 // retryBudget at most: a member starting while a broker of the cluster is
-// down must not fail (found by the reliability suite's broker faults).
+// down must not fail (found by the reliability suite's broker faults). A
+// topic a broker does not know is asked of the next broker, for
+// unknownTopicWait: a topic created a moment ago (by Prepare, this
+// member's or another's) reaches each broker's metadata at that broker's
+// own pace, and a member of a three-broker cluster that trusted the first
+// answer exited at start (found by the reliability suite too).
 func checkTopics(ctx context.Context, client sarama.Client, topics []string, sets [][]string) error {
-	var resp *sarama.MetadataResponse
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
-		b := client.LeastLoadedBroker()
-		if brokers := client.Brokers(); attempt > 0 && len(brokers) > 0 {
-			b = brokers[attempt%len(brokers)]
-		}
-		if b == nil {
-			return fmt.Errorf("kafka: metadata of %v: %w", topics, sarama.ErrOutOfBrokers)
-		}
-		_ = b.Open(client.Config()) // ErrAlreadyConnected when it is, as usual
-		var err error
-		resp, err = b.GetMetadata(sarama.NewMetadataRequest(protocolVersion, topics))
+		counts, err := topicCounts(client, attempt, topics)
+		var missing string
 		if err == nil {
-			break
-		}
-		_ = b.Close() // reopened by the next attempt that picks it
-		if time.Since(start) > retryBudget {
+			for _, t := range topics {
+				if counts[t] == 0 {
+					missing = t
+					break
+				}
+			}
+			if missing == "" {
+				return checkCoPartitioned(counts, sets)
+			}
+			if time.Since(start) > unknownTopicWait {
+				return fmt.Errorf("%w: %q", ErrUnknownTopic, missing)
+			}
+		} else if time.Since(start) > retryBudget {
 			return fmt.Errorf("kafka: metadata of %v: %d attempts in %v: %w", topics, attempt+1, retryBudget, err)
 		}
 		if perr := pause(ctx, backoff(attempt)); perr != nil {
+			if err == nil {
+				err = fmt.Errorf("%w: %q", ErrUnknownTopic, missing)
+			}
 			return fmt.Errorf("kafka: metadata of %v: %w (after %w)", topics, perr, err)
 		}
+	}
+}
+
+// unknownTopicWait bounds checkTopics' wait for a topic that the brokers
+// asked do not know.
+const unknownTopicWait = 10 * time.Second
+
+// topicCounts asks one broker for the partition counts of topics: the
+// least loaded on the first attempt, then each in turn. A topic it does
+// not know is absent. A broker that does not answer is closed, to be
+// reopened by the next attempt that picks it.
+func topicCounts(client sarama.Client, attempt int, topics []string) (map[string]int, error) {
+	b := client.LeastLoadedBroker()
+	if brokers := client.Brokers(); attempt > 0 && len(brokers) > 0 {
+		b = brokers[attempt%len(brokers)]
+	}
+	if b == nil {
+		return nil, sarama.ErrOutOfBrokers
+	}
+	_ = b.Open(client.Config()) // ErrAlreadyConnected when it is, as usual
+	resp, err := b.GetMetadata(sarama.NewMetadataRequest(protocolVersion, topics))
+	if err != nil {
+		_ = b.Close()
+		return nil, err
 	}
 	counts := make(map[string]int, len(topics))
 	for _, md := range resp.Topics {
@@ -358,14 +390,15 @@ func checkTopics(ctx context.Context, client sarama.Client, topics []string, set
 			counts[md.Name] = len(md.Partitions)
 		case errors.Is(md.Err, sarama.ErrUnknownTopicOrPartition):
 		default:
-			return fmt.Errorf("kafka: metadata of %q: %w", md.Name, md.Err)
+			return nil, fmt.Errorf("kafka: metadata of %q: %w", md.Name, md.Err)
 		}
 	}
-	for _, t := range topics {
-		if counts[t] == 0 {
-			return fmt.Errorf("%w: %q", ErrUnknownTopic, t)
-		}
-	}
+	return counts, nil
+}
+
+// checkCoPartitioned verifies that the topics of each set have the same
+// partition count.
+func checkCoPartitioned(counts map[string]int, sets [][]string) error {
 	for _, set := range sets {
 		for _, t := range set[min(1, len(set)):] {
 			if counts[t] != counts[set[0]] {
