@@ -26,8 +26,7 @@
 //
 // # Usage
 //
-// The command cmd/weir-chaos drives it (see the README's "Reliability
-// suite"):
+// The command cmd/weir-chaos drives it (see docs/reliability.md):
 //
 //	go run ./cmd/weir-chaos                       # short suite on an in-process kfake
 //	go run ./cmd/weir-chaos -brokers 127.0.0.1:9092
