@@ -16,6 +16,7 @@ import (
 	"github.com/weirstream/weir/microbatch"
 	"github.com/weirstream/weir/serde"
 	"github.com/weirstream/weir/topology"
+	"github.com/weirstream/weir/topologytest"
 )
 
 // The examples run on an in-process Kafka broker (package embedded); point
@@ -193,6 +194,65 @@ func ExampleWithMicroBatch() {
 	// Output:
 	// run: <nil>
 	// map[be:2 not:1 or:1 to:2]
+}
+
+// The README's sketch of the DSL. Build validates the whole topology and
+// reports every mistake at once; Describe prints its sub-topologies.
+func Example_topology() {
+	b := topology.NewBuilder()
+	lines := topology.NewStream(b, "text", serde.String(), serde.String())
+	words := topology.FlatMapValues(lines, strings.Fields)
+	counts := topology.GroupBy(words, func(_, w string) string { return w }).
+		Count(topology.Materialized("counts"))
+	counts.ToStream().To("word-counts")
+	topo, err := b.Build() // validates; every mistake reported at once, nothing panics
+	fmt.Print(topo.Describe())
+	if err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// Topologies:
+	//    Sub-topology: 0
+	//     Source: KSTREAM-SOURCE-0000000000 (topics: [text])
+	//       --> KSTREAM-FLATMAPVALUES-0000000001
+	//     Processor: KSTREAM-FLATMAPVALUES-0000000001 (stores: [])
+	//       --> KSTREAM-KEY-SELECT-0000000002
+	//       <-- KSTREAM-SOURCE-0000000000
+	//     Processor: KSTREAM-KEY-SELECT-0000000002 (stores: [])
+	//       --> KSTREAM-REPARTITION-0000000003-repartition-sink
+	//       <-- KSTREAM-FLATMAPVALUES-0000000001
+	//     Sink: KSTREAM-REPARTITION-0000000003-repartition-sink (topic: <app>-KSTREAM-REPARTITION-0000000003-repartition)
+	//       <-- KSTREAM-KEY-SELECT-0000000002
+	//
+	//    Sub-topology: 1
+	//     Source: KSTREAM-REPARTITION-0000000003-repartition-source (topics: [<app>-KSTREAM-REPARTITION-0000000003-repartition])
+	//       --> KSTREAM-COUNT-0000000006
+	//     Processor: KSTREAM-COUNT-0000000006 (stores: [counts])
+	//       --> KTABLE-TOSTREAM-0000000007
+	//       <-- KSTREAM-REPARTITION-0000000003-repartition-source
+	//     Processor: KTABLE-TOSTREAM-0000000007 (stores: [])
+	//       --> KSTREAM-SINK-0000000008
+	//       <-- KSTREAM-COUNT-0000000006
+	//     Sink: KSTREAM-SINK-0000000008 (topic: word-counts)
+	//       <-- KTABLE-TOSTREAM-0000000007
+}
+
+// The README's sketch of a topology tested in memory with topologytest,
+// weir's TopologyTestDriver (errors ignored for brevity).
+func Example_topologyTest() {
+	topo, err := exampleTopology()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	d, _ := topologytest.New(topo, topologytest.Config{})
+	in := topologytest.Input(d, "text", serde.String(), serde.String())
+	out := topologytest.Output(d, "word-counts", serde.String(), serde.Int64())
+	_ = in.Pipe("", "to be or not to be", time.UnixMilli(1))
+	kvs, _ := out.ReadKeyValues() // [{to 1} {be 1} {or 1} {not 1} {to 2} {be 2}]
+	fmt.Println(kvs)
+	_ = d.Close()
+	// Output: [{to 1} {be 1} {or 1} {not 1} {to 2} {be 2}]
 }
 
 // countAnswer is a reply of GET /stores/{store}/keys/{key}.

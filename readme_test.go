@@ -57,9 +57,67 @@ func TestReadmeFirstScreen(t *testing.T) {
 	require.Contains(t, first, "\ncurl -s http://127.0.0.1:8081/stores/counts/keys/stream\n")
 }
 
+// The extraction finds commands in sh blocks, in untagged blocks and in
+// inline code, and leaves out comments, output and Go; a command that no
+// entry covers is reported.
+func TestShellCommandsExtraction(t *testing.T) {
+	md := filepath.Join(t.TempDir(), "x.md")
+	require.NoError(t, os.WriteFile(md, []byte("Run `go run ./examples/wordcount` or `embedded.Start`, then\n"+
+		"`CHAOS_SEED=<seed>\nbash .ci/run`.\n\n"+
+		"```sh\ngo test ./...   # all\n# a comment\nmake deploy\n```\n\n"+
+		"```\nscenario=kfake result=PASS\ncurl -s http://127.0.0.1:8080/healthz\n```\n\n"+
+		"```go\ngo func() {}()\n```\n"), 0o644))
+	got := shellCommands(t, md)
+	require.Equal(t, []string{"go test ./...", "make deploy", "curl -s http://127.0.0.1:8080/healthz",
+		"go run ./examples/wordcount", "CHAOS_SEED=<seed> bash .ci/run"}, got)
+	require.Nil(t, matchCommand("make deploy"), "a command nothing exercises matches no entry")
+	require.NotNil(t, matchCommand("go run ./examples/wordcount"))
+}
+
 // suiteRun is .ci/run's run of the whole suite: go test ./... with only
 // -race, -count and -timeout added (no -run, no -short).
 const suiteRun = `^go test( -race| -count=\d+| -timeout \S+)* \./\.\.\.$`
+
+// Every Go block of README.md and docs/*.md is code that compiles: a part
+// of example_test.go (whose Examples go test compiles and runs) or of the
+// README's program, examples/quickstart/main.go. Lines are compared
+// without their indentation.
+func TestDocGoBlocksCompile(t *testing.T) {
+	sources := unindent(readFile(t, "example_test.go")) + unindent(readFile(t, "examples/quickstart/main.go"))
+	for _, f := range docFiles(t) {
+		for _, block := range goBlocks(t, f) {
+			want := strings.TrimRight(unindent(block), "\n")
+			require.True(t, strings.Contains(sources, want),
+				"%s shows Go code that is in no Example of example_test.go nor in examples/quickstart: put it in one, so that it compiles:\n%s", f, block)
+		}
+	}
+}
+
+// goBlocks returns the fenced go blocks of a Markdown file.
+func goBlocks(t *testing.T, file string) []string {
+	var blocks []string
+	var cur *strings.Builder
+	for line := range strings.SplitSeq(readFile(t, file), "\n") {
+		switch {
+		case cur == nil && strings.HasPrefix(line, "```go"):
+			cur = &strings.Builder{}
+		case cur != nil && strings.HasPrefix(line, "```"):
+			blocks = append(blocks, cur.String())
+			cur = nil
+		case cur != nil:
+			cur.WriteString(line + "\n")
+		}
+	}
+	return blocks
+}
+
+func unindent(s string) string {
+	var b strings.Builder
+	for line := range strings.SplitSeq(s, "\n") {
+		b.WriteString(strings.TrimLeft(line, " \t") + "\n")
+	}
+	return b.String()
+}
 
 // docEntry says how the commands its pattern matches are exercised.
 type docEntry struct {
