@@ -93,6 +93,45 @@ func TestDocGoBlocksCompile(t *testing.T) {
 	}
 }
 
+// Every relative link of README.md and docs/*.md (and CHANGELOG.md) names
+// a file of the repository, and an anchor into a Markdown file names one
+// of its headings.
+func TestDocLinksResolve(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, f := range append(docFiles(t), "CHANGELOG.md") {
+		for _, m := range link.FindAllStringSubmatch(readFile(t, f), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") {
+				continue
+			}
+			path, anchor, _ := strings.Cut(target, "#")
+			if path == "" {
+				path = f
+			} else {
+				path = filepath.Join(filepath.Dir(f), path)
+			}
+			_, err := os.Stat(path)
+			require.NoError(t, err, "%s links to %s", f, target)
+			if anchor != "" {
+				require.Contains(t, headingAnchors(t, path), anchor, "%s links to %s: no such heading", f, target)
+			}
+		}
+	}
+}
+
+// headingAnchors returns the GitHub anchors of a Markdown file's headings.
+func headingAnchors(t *testing.T, file string) []string {
+	var anchors []string
+	drop := regexp.MustCompile(`[^\p{L}\p{N} _-]`)
+	for line := range strings.SplitSeq(readFile(t, file), "\n") {
+		if h, ok := strings.CutPrefix(line, "#"); ok {
+			h = strings.TrimSpace(strings.TrimLeft(h, "#"))
+			anchors = append(anchors, strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(h), ""), " ", "-"))
+		}
+	}
+	return anchors
+}
+
 // goBlocks returns the fenced go blocks of a Markdown file.
 func goBlocks(t *testing.T, file string) []string {
 	var blocks []string
