@@ -1,0 +1,38 @@
+// Package conformance checks weir's DSL operators against Kafka Streams
+// 4.4 itself: the same input scripts run through weir's topologytest and
+// through Kafka Streams' TopologyTestDriver (record cache off, so every
+// update is forwarded) must give the same output records — topic, key,
+// value, timestamp, and after which input.
+//
+// A script is a JSON file under scripts/<op>/<name>.json:
+//
+//	{
+//	  "op": "tumbling", "size": 10, "grace": 5,
+//	  "about": "what the script pins",
+//	  "inputs": [{"topic": "in", "key": "a", "value": "x", "ts": 1001}, ...],
+//	  "expect": [{"after": 0, "topic": "out", "key": "a@1000/1010", "value": "1", "ts": 1001}, ...]
+//	}
+//
+// Keys and values are strings (null is a null key or a tombstone); times
+// are milliseconds. The operators and their parameters:
+//
+//	aggregate          GroupByKey (or GroupBy, "rekey") + Count or Reduce ("agg": "count" | "reduce")
+//	tumbling, hopping  WindowedBy(TumblingWindows / HoppingWindows), "size", "advance", "grace", "agg", "final"
+//	sliding            WindowedBy(SlidingWindows), "size" (the time difference), "grace", "agg", "final"
+//	session            SessionWindowedBy, "gap", "grace", "agg"
+//	stream-table       Join of stream "left" with table "right" ("rekey": re-key the stream first)
+//	stream-table-left  LeftJoin of the same
+//	table-table        JoinTables of tables "left" and "right"
+//	stream-stream      JoinStreams of streams "left" and "right", "before", "after", "grace"
+//
+// "filter": v drops the input records whose value is v before the operator;
+// "rekey": true re-keys by the value's first character (a repartition);
+// "final": "suppress" is EmitFinal against Kafka Streams'
+// suppress(untilWindowCloses), "onclose" against emitStrategy(onWindowClose).
+// Windowed keys print as key@start/end; the output topic is "out".
+//
+// "expect" is Kafka Streams' output, recorded by `weir-conformance -record`
+// from the oracle (kstreams/, a small Java program). go test checks weir
+// against it without Java (TestScripts); cmd/weir-conformance runs the
+// oracle again and checks both (CI).
+package conformance
