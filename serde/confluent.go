@@ -91,6 +91,7 @@ type confluentConfig struct {
 	strategy SubjectNameStrategy
 	byName   byRecordName // if set, overrides strategy once the schema is known
 	isKey    bool
+	resolve  bool // WithSchemaResolution
 }
 
 // WithSubjectNameStrategy sets how subjects are named; the default is
@@ -126,6 +127,25 @@ func ForKey() ConfluentOption {
 	return func(c *confluentConfig) { c.isKey = true }
 }
 
+// WithSchemaResolution makes Deserialize return every record in the shape of
+// the serde's own schema, the reader's, whichever schema wrote it, as Avro
+// schema resolution does for the usual evolutions: a field the writer's
+// schema lacks gets the reader's default, a field the reader's schema lacks
+// is dropped, nested records alike. Without it a record comes back with the
+// fields of the schema that wrote it.
+//
+// The record is decoded with its writer's schema, then encoded and decoded
+// again with the reader's, so each record not written with the serde's own
+// schema costs that much more. It follows no aliases (a renamed field is a
+// field removed and one added) and converts types only as goavro's encoder
+// accepts them (int to long, for example, but not a plain value to a union
+// that holds it). A record the reader's schema cannot hold, such as one that
+// lacks a field the reader has no default for, is an error wrapping
+// ErrDeserialize.
+func WithSchemaResolution() ConfluentOption {
+	return func(c *confluentConfig) { c.resolve = true }
+}
+
 // NewConfluentAvro returns a Serde for Avro records in the Confluent wire
 // format, with schema ids from resolver.
 //
@@ -136,7 +156,8 @@ func ForKey() ConfluentOption {
 // resolver can resolve and decodes the payload with that writer's schema,
 // compiled once per id and cached; it does not project the value onto the
 // serde's own schema (goavro does no schema resolution), so values written
-// with older schemas come back with their own fields.
+// with older schemas come back with their own fields, unless
+// WithSchemaResolution asks for that projection.
 //
 // Values are in goavro's native form as for NewAvro, and schema must be one
 // NewAvro accepts; otherwise, or if resolver is nil, NewConfluentAvro returns
@@ -253,7 +274,24 @@ func (s *confluentAvro) Deserialize(_ string, b []byte) (map[string]any, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: confluent avro: schema id %d: %w", ErrDeserialize, id, err)
 	}
+	if s.cfg.resolve && c != s.writer {
+		if m, err = s.project(m); err != nil {
+			return nil, fmt.Errorf("%w: confluent avro: schema id %d: cannot read as the serde's schema: %w", ErrDeserialize, id, err)
+		}
+	}
 	return m, nil
+}
+
+// project returns m, decoded with another schema, in the shape of the
+// serde's own: goavro's encoder fills in the defaults of the fields m lacks
+// and skips the keys the schema has no field for, and the decoder returns
+// exactly the schema's fields.
+func (s *confluentAvro) project(m map[string]any) (map[string]any, error) {
+	b, err := s.writer.codec.BinaryFromNative(nil, m)
+	if err != nil {
+		return nil, err
+	}
+	return s.writer.decodeRecord(b)
 }
 
 // reader returns the compiled schema for id, resolving it the first time.

@@ -398,3 +398,62 @@ func TestRecordNameStrategies(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidSchema)
 	require.EqualError(t, err, "serde: invalid avro schema: confluent avro: a record name strategy needs a named record schema")
 }
+
+func TestConfluentAvroSchemaResolution(t *testing.T) {
+	const (
+		inner  = `{"type":"record","name":"Meta","fields":[{"name":"src","type":"string"}]}`
+		innerB = `{"type":"record","name":"Meta","fields":[{"name":"src","type":"string"},{"name":"ok","type":"boolean","default":true}]}`
+		v1     = `{"type":"record","name":"Click","fields":[{"name":"user","type":"string"},{"name":"n","type":"int"},{"name":"meta","type":` + inner + `}]}`
+		// v2 drops nothing, adds a field with a default, widens n and adds
+		// a defaulted field in the nested record.
+		v2 = `{"type":"record","name":"Click","fields":[{"name":"user","type":"string"},{"name":"n","type":"long"},{"name":"meta","type":` + innerB + `},
+			{"name":"page","type":["null","string"],"default":null},{"name":"tags","type":{"type":"array","items":"string"},"default":[]}]}`
+		// v3 needs a field v1 has no value for.
+		v3 = `{"type":"record","name":"Click","fields":[{"name":"user","type":"string"},{"name":"session","type":"long"}]}`
+	)
+	reg := NewMemoryRegistry()
+	w1, err := NewConfluentAvro(reg, v1)
+	require.NoError(t, err)
+	old, err := w1.Serialize("clicks", map[string]any{"user": "ann", "n": 7, "meta": map[string]any{"src": "web"}})
+	require.NoError(t, err)
+	w2, err := NewConfluentAvro(reg, v2)
+	require.NoError(t, err)
+	cur, err := w2.Serialize("clicks", map[string]any{"user": "bob", "n": int64(8), "meta": map[string]any{"src": "app", "ok": false},
+		"page": map[string]any{"string": "/cart"}, "tags": []any{"a"}})
+	require.NoError(t, err)
+
+	// Without the option each record has its writer's fields.
+	plain, err := NewConfluentAvro(reg, v2)
+	require.NoError(t, err)
+	m, err := plain.Deserialize("clicks", old)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"user": "ann", "n": int32(7), "meta": map[string]any{"src": "web"}}, m)
+
+	// With it, a v2 reader gets v2 records from both.
+	r2, err := NewConfluentAvro(reg, v2, WithSchemaResolution())
+	require.NoError(t, err)
+	m, err = r2.Deserialize("clicks", old)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"user": "ann", "n": int64(7), "meta": map[string]any{"src": "web", "ok": true},
+		"page": nil, "tags": []any{}}, m)
+	m, err = r2.Deserialize("clicks", cur)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"user": "bob", "n": int64(8), "meta": map[string]any{"src": "app", "ok": false},
+		"page": map[string]any{"string": "/cart"}, "tags": []any{"a"}}, m)
+
+	// A v1 reader drops what v2 added (forward compatibility).
+	r1, err := NewConfluentAvro(reg, v1, WithSchemaResolution())
+	require.NoError(t, err)
+	m, err = r1.Deserialize("clicks", cur)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"user": "bob", "n": int32(8), "meta": map[string]any{"src": "app"}}, m)
+
+	// A reader that needs a value the writer did not write.
+	r3, err := NewConfluentAvro(reg, v3, WithSchemaResolution())
+	require.NoError(t, err)
+	_, err = r3.Deserialize("clicks", old)
+	require.ErrorIs(t, err, ErrDeserialize)
+	require.ErrorContains(t, err, `serde: cannot deserialize: confluent avro: schema id 1: cannot read as the serde's schema: `)
+	require.ErrorContains(t, err, `field "session"`)
+	require.NotErrorIs(t, err, ErrSerialize)
+}

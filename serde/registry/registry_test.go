@@ -247,9 +247,9 @@ func TestBasicAuthAgainstRegistry(t *testing.T) {
 }
 
 // A reader reads records written with an older and a newer writer schema,
-// after the registry accepted the newer one as BACKWARD compatible. The serde
-// reads each record with its writer's schema (goavro does no schema
-// resolution), so records keep the fields they were written with.
+// after the registry accepted the newer one as BACKWARD compatible: with
+// serde.WithSchemaResolution in the shape of its own schema, without it with
+// the fields they were written with.
 func TestSchemaEvolution(t *testing.T) {
 	reg := newTestRegistry(t)
 	c := reg.client(t)
@@ -277,6 +277,15 @@ func TestSchemaEvolution(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{"user": "ann"}, m)
 	m, err = r2.Deserialize(topic, cur)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"user": "bob", "page": "/cart"}, m)
+
+	resolving, err := serde.NewConfluentAvro(reg.client(t), clickV2, serde.WithSchemaResolution())
+	require.NoError(t, err)
+	m, err = resolving.Deserialize(topic, old)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"user": "ann", "page": "/"}, m, "the reader's default")
+	m, err = resolving.Deserialize(topic, cur)
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{"user": "bob", "page": "/cart"}, m)
 
