@@ -11,9 +11,10 @@
 // version 1 (user, page) and version 2, which adds an optional referrer. Both
 // register under the subject avro-clicks-value; a registry that checks
 // compatibility accepts version 2 as BACKWARD compatible. The topology reads
-// every click, whichever schema wrote it (the id in each record names it),
-// and writes a PageView record to avro-page-views, registered under
-// avro-page-views-value. The example reads the page views back through the
+// every click as a version 2 click (serde.WithSchemaResolution: the id in
+// each record names the schema that wrote it, and a version 1 click gets the
+// referrer's default, null), and writes a PageView record to
+// avro-page-views, registered under avro-page-views-value. The example reads the page views back through the
 // registry, prints them and exits 0.
 //
 // SCHEMA_REGISTRY_USER and SCHEMA_REGISTRY_PASSWORD, if set, are sent as
@@ -65,8 +66,7 @@ const (
   "fields": [
     {"name": "user", "type": "string"},
     {"name": "page", "type": "string"},
-    {"name": "referrer", "type": "string"},
-    {"name": "schema_version", "type": "int"}
+    {"name": "referrer", "type": "string"}
   ]}`
 )
 
@@ -112,10 +112,10 @@ func newResolver(url string) (serde.SchemaResolver, string, error) {
 	return c, url, nil
 }
 
-// pageViews is the topology: every click, read with the schema that wrote
-// it, becomes a PageView. Clicks written with version 1 have no referrer.
+// pageViews is the topology: every click, read as a version 2 click
+// whichever version wrote it, becomes a PageView.
 func pageViews(resolver serde.SchemaResolver) (*topology.Topology, error) {
-	clicks, err := serde.NewConfluentAvro(resolver, clickV2)
+	clicks, err := serde.NewConfluentAvro(resolver, clickV2, serde.WithSchemaResolution())
 	if err != nil {
 		return nil, err
 	}
@@ -126,12 +126,9 @@ func pageViews(resolver serde.SchemaResolver) (*topology.Topology, error) {
 	b := topology.NewBuilder()
 	in := topology.NewStream(b, clicksTopic, serde.String(), clicks)
 	topology.MapValues(in, func(c map[string]any) map[string]any {
-		view := map[string]any{"user": c["user"], "page": c["page"], "referrer": "-", "schema_version": int32(1)}
-		if r, ok := c["referrer"]; ok { // a version 2 click
-			view["schema_version"] = int32(2)
-			if m, ok := r.(map[string]any); ok { // the union's string branch
-				view["referrer"] = m["string"]
-			}
+		view := map[string]any{"user": c["user"], "page": c["page"], "referrer": "-"}
+		if r, ok := c["referrer"].(map[string]any); ok { // the union's string branch; nil for null
+			view["referrer"] = r["string"]
 		}
 		return view
 	}).WithValueSerde(views).To(viewsTopic)
@@ -201,7 +198,7 @@ func runDemo(ctx context.Context, log *slog.Logger, out io.Writer, registryURL s
 	}
 	fmt.Fprintf(out, "read %d page views from %s:\n", len(views), viewsTopic)
 	for _, v := range views {
-		fmt.Fprintf(out, "  %-4s %-12s referrer %-9s (click schema v%d)\n", v["user"], v["page"], v["referrer"], v["schema_version"])
+		fmt.Fprintf(out, "  %-4s %-12s referrer %s\n", v["user"], v["page"], v["referrer"])
 	}
 	return nil
 }
