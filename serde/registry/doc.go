@@ -1,7 +1,8 @@
-// Package registry is a client for a Confluent-compatible Schema Registry
-// (Confluent Schema Registry, Karapace, Apicurio Registry's /apis/ccompat/v7,
-// Redpanda): a [serde.SchemaResolver] that serde.NewConfluentAvro uses to
-// register and look up the schemas of the records it writes and reads.
+// Package registry is a client for a Schema Registry with Confluent's REST
+// API (Confluent Schema Registry; Karapace, Redpanda and Apicurio Registry's
+// /apis/ccompat/v7 serve it too): a [serde.SchemaResolver] that
+// serde.NewConfluentAvro uses to register and look up the schemas of the
+// records it writes and reads.
 //
 // # Usage
 //
@@ -42,7 +43,8 @@
 // A request that fails with a 5xx status or with no response at all (a
 // refused connection, a reset, a timeout) is sent again, up to [WithRetries]
 // times, after a backoff that doubles from [WithBackoff]'s minimum to its
-// maximum; other statuses are final at once. Each call of the
+// maximum; other statuses are final at once. (Registering is idempotent, so a
+// registration is retried like a read.) Each call of the
 // [serde.SchemaResolver] methods is bounded by [WithTimeout] (serdes pass no
 // context); the Context variants take the caller's context instead.
 //

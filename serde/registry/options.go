@@ -14,10 +14,15 @@ const LatestVersion = -1
 
 // Defaults of the options below.
 const (
-	DefaultRetries    = 3
+	// DefaultRetries is WithRetries' default: 4 attempts in all.
+	DefaultRetries = 3
+	// DefaultMinBackoff is WithBackoff's default wait before the first retry.
 	DefaultMinBackoff = 100 * time.Millisecond
+	// DefaultMaxBackoff is WithBackoff's default longest wait.
 	DefaultMaxBackoff = 2 * time.Second
-	DefaultTimeout    = 30 * time.Second
+	// DefaultTimeout is WithTimeout's default bound of one SchemaByID or
+	// IDForSchema call, retries included.
+	DefaultTimeout = 30 * time.Second
 	// DefaultRequestTimeout bounds one HTTP request of the default HTTP
 	// client (WithHTTPClient replaces it).
 	DefaultRequestTimeout = 5 * time.Second
