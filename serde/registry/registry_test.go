@@ -26,6 +26,15 @@ import (
 // API served by an httptest server. srfake checks no compatibility, so the
 // tests of compatibility checks need a real registry and skip without one.
 // Every test makes subjects of its own, so a real registry can be reused.
+//
+// CI has no real registry: none with an open licence can be installed from
+// the package registries this project's machines reach (checked 2026-12-01:
+// Karapace is not on PyPI; Apicurio Registry's app jar on Maven Central is a
+// Quarkus module, not a runnable jar, and 11 of the 12 Apicurio modules it
+// needs, at 3.3.3, are not there, nor are older versions' dependencies; the
+// Conduit schema registry is not served by the Go module proxy). So CI runs
+// these tests on srfake, and TestIncompatibleSchemaRefused only where
+// SCHEMA_REGISTRY_URL is set.
 
 // testRegistry is the registry a test talks to.
 type testRegistry struct {
