@@ -34,6 +34,8 @@ type Producer struct {
 	drained sync.WaitGroup
 
 	t deliveries
+	// why replaces sarama's "circuit breaker is open" by its cause.
+	why causes
 }
 
 // ProducerRetries and ProducerBackoff are the retries of the
@@ -182,7 +184,7 @@ func (p *Producer) drainErrors() {
 		seq := uint64(0)
 		if pe.Msg != nil {
 			seq, _ = pe.Msg.Metadata.(uint64)
-			err = &PartitionError{Topic: pe.Msg.Topic, Partition: pe.Msg.Partition, Err: pe.Err}
+			err = &PartitionError{Topic: pe.Msg.Topic, Partition: pe.Msg.Partition, Err: p.why.explain(pe.Msg.Topic, pe.Err)}
 		} else {
 			err = fmt.Errorf("kafka: produce: %w", pe.Err)
 		}

@@ -84,6 +84,9 @@ func (r *Runtime) commitKafka(ctx context.Context, positions Positions, s kafka.
 		return r.txn.commit(ctx, positions, s)
 	}
 	if err := r.producer.Flush(ctx); err != nil {
+		if fatal := r.explainOutput(ctx, err); fatal != nil {
+			return fmt.Errorf("runtime: flush outputs: %w", fatal)
+		}
 		return fmt.Errorf("runtime: flush outputs: %w", err)
 	}
 	if len(positions) == 0 || s == nil {

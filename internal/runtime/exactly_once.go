@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"sync/atomic"
+	"time"
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/txn"
@@ -22,6 +23,11 @@ type txnOutput struct {
 	sent atomic.Int64
 	// last are the offsets of the last committed transaction.
 	last Positions
+	// rewinds counts the rewinds since the last transaction that
+	// committed, for their backoff; fatal is the error of an output no
+	// retry delivers (see explainOutput), returned from then on.
+	rewinds int
+	fatal   error
 }
 
 // EnableExactlyOnce switches the runtime to transactional output: a
@@ -77,6 +83,7 @@ func (t *txnOutput) commit(ctx context.Context, positions Positions, s kafka.Ses
 	if err == nil {
 		t.last = maps.Clone(positions)
 		t.sent.Store(0)
+		t.rewinds = 0
 		if err := t.sess.Begin(ctx); err != nil {
 			return t.recover(ctx, err)
 		}
@@ -90,7 +97,20 @@ func (t *txnOutput) commit(ctx context.Context, positions Positions, s kafka.Ses
 // bump aborts or completes what was in flight and fences it). Either way
 // the work is redone from the committed offsets: ErrRewind. Fatal errors
 // stop the application.
+//
+// A failure caused by an output no retry delivers (explainOutput: its
+// topic does not exist, writing it is not authorized) is not rewound: the
+// application would abort every epoch forever. It stops the application
+// with an error naming the topic and the cause; the open transaction is
+// aborted by Close. Rewinds in a row back off (rewindBackoff).
 func (t *txnOutput) recover(ctx context.Context, cause error) error {
+	if t.fatal != nil {
+		return t.fatal
+	}
+	if err := t.rt.explainOutput(ctx, cause); err != nil {
+		t.fatal = fmt.Errorf("runtime: transaction: %w", err)
+		return t.fatal
+	}
 	if !rewindable(cause) && !errors.Is(cause, ErrRewind) {
 		return fmt.Errorf("runtime: transaction: %w", cause)
 	}
@@ -104,12 +124,46 @@ func (t *txnOutput) recover(ctx context.Context, cause error) error {
 	} else if err := t.sess.Reset(ctx); err != nil {
 		return fmt.Errorf("runtime: reset: %w (transaction: %w)", err, cause)
 	}
+	t.rewinds++
+	wait := rewindBackoff(t.rewinds)
+	if err := pauseCtx(ctx, wait); err != nil {
+		return fmt.Errorf("runtime: rewind: %w (transaction: %w)", err, cause)
+	}
 	if err := t.sess.Begin(ctx); err != nil {
 		return fmt.Errorf("runtime: begin after a rewind: %w (transaction: %w)", err, cause)
 	}
 	t.last = Positions{}
 	t.sent.Store(0)
+	if t.rewinds > 1 {
+		return fmt.Errorf("%w (%d in a row; retried after %v): %w", ErrRewind, t.rewinds, wait, cause)
+	}
 	return fmt.Errorf("%w: %w", ErrRewind, cause)
+}
+
+// rewindBackoff is the wait before the n-th rewind in a row starts again:
+// none for the first (a lone abort is retried at once), then 100 ms
+// doubling to 5 s, so that a condition that takes a while to heal (a
+// partition without a leader, a broker restarting) is not hammered.
+func rewindBackoff(n int) time.Duration {
+	if n <= 1 {
+		return 0
+	}
+	return min(100*time.Millisecond<<min(n-2, 6), 5*time.Second)
+}
+
+// pauseCtx waits d or until ctx is done (then it returns ctx's error).
+func pauseCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
 }
 
 // rewindable reports errors a rewind survives.

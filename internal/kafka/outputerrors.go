@@ -1,0 +1,99 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/eapache/go-resiliency/breaker"
+)
+
+// Classifiers of delivery errors (a *PartitionError's cause), so that the
+// runtime can tell what an output failure means without seeing sarama.
+
+// BreakerOpen reports sarama's "circuit breaker is open": after three
+// failures in a row to find a topic's partitions or a partition's leader,
+// sarama's producer fails every record of it at once for 10 s, without
+// asking the cluster. It says nothing of the cause; [Producer] reports the
+// failure that opened the breaker instead.
+func BreakerOpen(err error) bool { return errors.Is(err, breaker.ErrBreakerOpen) }
+
+// UnknownTopicOrPartition reports Kafka's UNKNOWN_TOPIC_OR_PARTITION: the
+// topic does not exist, or the broker asked does not know it yet.
+func UnknownTopicOrPartition(err error) bool {
+	return errors.Is(err, sarama.ErrUnknownTopicOrPartition) || errors.Is(err, ErrUnknownTopic)
+}
+
+// AuthorizationFailed reports Kafka's authorization errors: an ACL denies
+// the operation, which no retry changes.
+func AuthorizationFailed(err error) bool {
+	return errors.Is(err, sarama.ErrTopicAuthorizationFailed) ||
+		errors.Is(err, sarama.ErrClusterAuthorizationFailed) ||
+		errors.Is(err, sarama.ErrTransactionalIDAuthorizationFailed) ||
+		errors.Is(err, sarama.ErrGroupAuthorizationFailed)
+}
+
+// RecordRejected reports a record the broker refuses whatever the retries:
+// larger than the topic's max.message.bytes, or invalid.
+func RecordRejected(err error) bool {
+	return errors.Is(err, sarama.ErrMessageSizeTooLarge) ||
+		errors.Is(err, sarama.ErrMessageSetSizeTooLarge) ||
+		errors.Is(err, sarama.ErrInvalidRecord) ||
+		errors.Is(err, ErrRecordTooLarge)
+}
+
+// UnknownTopicBound is how long [Admin.TopicMissing] asks the cluster
+// before it concludes that a topic does not exist: a broker that has not
+// caught up with a topic just created answers UNKNOWN_TOPIC_OR_PARTITION
+// for a moment, a deleted topic stays unknown.
+var UnknownTopicBound = 3 * time.Second
+
+// TopicMissing reports whether topic does not exist: every metadata answer
+// for UnknownTopicBound says it is unknown. An answer that lists it, or an
+// error, ends the wait.
+func (a *Admin) TopicMissing(ctx context.Context, topic string) (bool, error) {
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		found, err := a.describe(ctx, []string{topic})
+		if err != nil {
+			return false, err
+		}
+		if _, ok := found[topic]; ok {
+			return false, nil
+		}
+		if time.Since(start) >= UnknownTopicBound {
+			return true, nil
+		}
+		_ = a.client.RefreshMetadata()
+		if err := pause(ctx, min(backoff(attempt+2), UnknownTopicBound-time.Since(start))); err != nil {
+			return false, fmt.Errorf("kafka: is topic %q missing: %w", topic, err)
+		}
+	}
+}
+
+// causes remembers, per topic, the last delivery error that was not the
+// breaker's, to report it in the breaker's place.
+type causes struct {
+	mu   sync.Mutex
+	last map[string]error
+}
+
+// explain returns err, or for a breaker error the failure that opened it.
+func (c *causes) explain(topic string, err error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !BreakerOpen(err) {
+		if c.last == nil {
+			c.last = map[string]error{}
+		}
+		c.last[topic] = err
+		return err
+	}
+	if cause := c.last[topic]; cause != nil {
+		return fmt.Errorf("%w (the producer stopped trying for a while after repeated failures)", cause)
+	}
+	return fmt.Errorf("the producer stopped trying after repeated failures to find the topic's partitions or leaders (%w)", err)
+}
