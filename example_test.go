@@ -80,9 +80,10 @@ func ExampleApp() {
 	// stopped: <nil>
 }
 
-// Two instances of one application share the partitions of its topics,
-// and each answers a query for any key: from its own state, or by
-// forwarding to the instance that owns the key's partition.
+// Two instances of one application form one consumer group and share the
+// partitions of its topics (app.Metrics() has a lag series per partition
+// an instance consumes); each answers a query for any key, from its own
+// state or by forwarding to the instance that owns the key's partition.
 func ExampleApp_twoInstances() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -126,6 +127,13 @@ func ExampleApp_twoInstances() {
 		go func() { done <- app.Run(runCtx) }()
 	}
 
+	// The group spreads the 8 partitions (4 of "text", 4 of the
+	// repartition topic before the count) over the two instances.
+	for ctx.Err() == nil && !(owned(apps[0]) == 4 && owned(apps[1]) == 4) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	fmt.Println("partitions:", owned(apps[0]), "+", owned(apps[1]))
+
 	// Either instance answers for any word: from its own state, or by
 	// forwarding to the owner of the word's partition (servedBy).
 	the, err := askCount(ctx, apps[0], "the", 4)
@@ -136,6 +144,7 @@ func ExampleApp_twoInstances() {
 	stop()
 	fmt.Println(<-done, <-done)
 	// Output:
+	// partitions: 4 + 4
 	// first instance: the 4 <nil>
 	// second instance: the 4 <nil>
 	// <nil> <nil>
@@ -277,6 +286,21 @@ func askCount(ctx context.Context, app *weir.App, word string, want int64) (coun
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// owned counts the partitions app consumes now: the series of its
+// weir_partition_lag metric.
+func owned(app *weir.App) int {
+	families, err := app.Metrics().Gather()
+	if err != nil {
+		return -1
+	}
+	for _, f := range families {
+		if f.GetName() == "weir_partition_lag" {
+			return len(f.GetMetric())
+		}
+	}
+	return 0
 }
 
 // getJSON GETs path from app's HTTP endpoints into v.
