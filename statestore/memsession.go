@@ -2,52 +2,13 @@ package statestore
 
 import (
 	"bytes"
-	"cmp"
-	"fmt"
 	"math"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
-// sessionItem is one entry of the in-memory session store: the value of the
-// session [start, end] of key (Unix milliseconds).
-type sessionItem struct {
-	key        []byte
-	start, end int64
-	value      []byte
-}
-
-// compareSessionByKey orders by key, start, end: the store's iteration order.
-func compareSessionByKey(a, b sessionItem) int {
-	if c := bytes.Compare(a.key, b.key); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.start, b.start); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.end, b.end)
-}
-
-// compareSessionByEnd orders by end, key, start: the expiry index's order.
-func compareSessionByEnd(a, b sessionItem) int {
-	if c := cmp.Compare(a.end, b.end); c != 0 {
-		return c
-	}
-	if c := bytes.Compare(a.key, b.key); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.start, b.start)
-}
-
-// memSession is the in-memory SessionStore.
-type memSession struct {
-	name   string
-	closed atomic.Bool
-	mu     sync.RWMutex
-	byKey  *btree[sessionItem] // the entries
-	expiry *btree[sessionItem] // (end, key, start) of every entry, values unset
-}
+// memSession is the in-memory SessionStore: the entries (key, start, end)
+// and an index by end, in memTimed.
+type memSession struct{ memTimed }
 
 var _ SessionStore = (*memSession)(nil)
 
@@ -63,68 +24,26 @@ var _ SessionStore = (*memSession)(nil)
 // the caller may write while iterating, as a session merge does), and the
 // store is safe for concurrent use.
 func NewInMemorySession(name string) SessionStore {
-	return &memSession{
-		name:   name,
-		byKey:  newBtree(compareSessionByKey),
-		expiry: newBtree(compareSessionByEnd),
-	}
-}
-
-// Name returns the store's name.
-func (s *memSession) Name() string { return s.name }
-
-// Close drops the store's contents. Later operations, and the Next of open
-// iterators, return ErrClosed. Closing twice is not an error.
-func (s *memSession) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed.Store(true)
-	s.byKey = newBtree(compareSessionByKey)
-	s.expiry = newBtree(compareSessionByEnd)
-	return nil
+	s := &memSession{}
+	s.init(name, sessionLayout)
+	return s
 }
 
 // Put stores a copy of value for the session [start, end] of key. A nil value
 // deletes the session. A session that ends before it starts is an error
 // wrapping ErrInvalidSession.
 func (s *memSession) Put(key []byte, start, end time.Time, value []byte) error {
-	if value == nil {
-		return s.Remove(key, start, end)
-	}
 	startMs, endMs := start.UnixMilli(), end.UnixMilli()
-	if endMs < startMs {
-		return fmt.Errorf("%w: %q ends at %d ms, before its start at %d ms", ErrInvalidSession, key, endMs, startMs)
+	if err := checkSession(key, startMs, endMs, value); err != nil {
+		return err
 	}
-	buf := make([]byte, len(key)+len(value))
-	n := copy(buf, key)
-	copy(buf[n:], value)
-	item := sessionItem{key: buf[:n:n], start: startMs, end: endMs, value: buf[n:]}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed.Load() {
-		return ErrClosed
-	}
-	s.byKey.Set(item)
-	// Set even on overwrite: the index must not keep the old buffer, and
-	// with it the old value, alive.
-	s.expiry.Set(sessionItem{key: item.key, start: startMs, end: endMs})
-	return nil
+	return s.put(key, startMs, endMs, value)
 }
 
 // Remove deletes the session [start, end] of key; removing a missing session
 // is not an error.
 func (s *memSession) Remove(key []byte, start, end time.Time) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed.Load() {
-		return ErrClosed
-	}
-	item := sessionItem{key: key, start: start.UnixMilli(), end: end.UnixMilli()}
-	if old, ok := s.byKey.Delete(item); ok {
-		s.expiry.Delete(sessionItem{key: old.key, start: old.start, end: old.end})
-	}
-	return nil
+	return s.put(key, start.UnixMilli(), end.UnixMilli(), nil)
 }
 
 // FindSessions iterates, over a snapshot, the sessions of key that end at or
@@ -132,10 +51,9 @@ func (s *memSession) Remove(key []byte, start, end time.Time) error {
 // (then end). It reads every session of key that starts at or before
 // latestStart; retention keeps that number small.
 func (s *memSession) FindSessions(key []byte, earliestEnd, latestStart time.Time) (SessionIterator, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed.Load() {
-		return nil, ErrClosed
+	cur, err := s.snapshot()
+	if err != nil {
+		return nil, err
 	}
 	it := &memSessionIterator{
 		key:         bytes.Clone(key),
@@ -143,33 +61,15 @@ func (s *memSession) FindSessions(key []byte, earliestEnd, latestStart time.Time
 		latestStart: latestStart.UnixMilli(),
 	}
 	it.closed = &s.closed
-	it.cur = newBtreeCursor(compareSessionByKey, s.byKey.snapshot())
-	it.cur.Seek(sessionItem{key: it.key, start: math.MinInt64, end: math.MinInt64})
+	it.cur = cur
+	it.cur.Seek(entry{key: it.key, start: math.MinInt64, end: math.MinInt64})
 	return it, nil
-}
-
-// ExpireBefore deletes every session that ends before cutoff.
-func (s *memSession) ExpireBefore(cutoff time.Time) error {
-	ms := cutoff.UnixMilli()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed.Load() {
-		return ErrClosed
-	}
-	for {
-		oldest, ok := s.expiry.Min()
-		if !ok || oldest.end >= ms {
-			return nil
-		}
-		s.expiry.Delete(oldest)
-		s.byKey.Delete(oldest)
-	}
 }
 
 // memSessionIterator walks a snapshot of a memSession. It is not safe for
 // concurrent use.
 type memSessionIterator struct {
-	snapshotIter[sessionItem]
+	snapshotIter[entry]
 	key                      []byte
 	earliestEnd, latestStart int64
 

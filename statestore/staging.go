@@ -1,9 +1,12 @@
 package statestore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -116,28 +119,9 @@ func NewStaged(base Store, kind Kind, limit int64) (Staged, error) {
 	return nil, fmt.Errorf("statestore: stage %s store: base %T is not a %s store", kind, base, kind)
 }
 
-// stagedItem is one staged write of any kind: a key-value store uses key,
-// a window store key and start, a session store key, start and end (Unix
-// milliseconds). value is nil for a staged delete (del). key and value share
-// one allocation and are never modified once staged.
-type stagedItem struct {
-	key        []byte
-	start, end int64
-	value      []byte
-	del        bool
-}
-
 // noCutoff is the expiry cutoff of an overlay without a staged ExpireBefore:
 // no time is before it.
 const noCutoff = math.MinInt64
-
-// newStagedItem copies key and value into one allocation.
-func newStagedItem(key []byte, start, end int64, value []byte) stagedItem {
-	buf := make([]byte, len(key)+len(value))
-	n := copy(buf, key)
-	copy(buf[n:], value)
-	return stagedItem{key: buf[:n:n], start: start, end: end, value: buf[n:], del: value == nil}
-}
 
 // stagingBudget counts an overlay's staged bytes against its limit.
 type stagingBudget struct {
@@ -174,4 +158,267 @@ func maxMilli(t time.Time, ms int64) time.Time {
 		return t
 	}
 	return time.UnixMilli(ms)
+}
+
+// overlayKind is what one kind of staging overlay supplies to the code the
+// three share (staging): the layout of its entries, and how its staged
+// state reaches its base B.
+type overlayKind[B Store] struct {
+	layout *layout
+	// write applies one staged entry, a delete included, to the base.
+	write func(base B, e entry) error
+	// scanHidden appends a delete for every base entry that expires before
+	// cutoff and is not staged, for a base that is no ExpiryScanner; nil
+	// if the kind's interface cannot list them.
+	scanHidden func(base B, cutoff int64, staged func(entry) bool, out []Change) ([]Change, error)
+}
+
+// expiring is the method window and session stores share.
+type expiring interface{ ExpireBefore(cutoff time.Time) error }
+
+// staging is the generic base of the staging overlays: StagedKeyValue,
+// StagedWindow and StagedSession embed it and add their kind's reads and
+// writes. It holds the staged entries (and, for windows and sessions, their
+// expiry index), counts them against the limit, and commits or drops them.
+type staging[B Store] struct {
+	k      *overlayKind[B]
+	base   B
+	closed atomic.Bool
+	mu     sync.RWMutex
+	idx    indexed
+	budget stagingBudget
+	puts   int // staged puts (the rest of idx are deletes)
+	// cutoff is the latest staged ExpireBefore (Unix ms), noCutoff if
+	// none: the base's entries that expire before it are hidden.
+	cutoff int64
+}
+
+var (
+	_ KeyValueStore = (*StagedKeyValue)(nil)
+	_ WindowStore   = (*StagedWindow)(nil)
+	_ SessionStore  = (*StagedSession)(nil)
+	_ Staged        = (*StagedKeyValue)(nil)
+	_ Staged        = (*StagedWindow)(nil)
+	_ Staged        = (*StagedSession)(nil)
+)
+
+// stage returns a new overlay S of kind k over base: what the constructors
+// NewStagedKeyValue, NewStagedWindow and NewStagedSession share.
+func stage[S any, B Store, PS interface {
+	*S
+	init(k *overlayKind[B], base B, limit int64) error
+}](k *overlayKind[B], base B, limit int64) (PS, error) {
+	s := PS(new(S))
+	if err := s.init(k, base, limit); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// init validates the arguments every constructor shares and sets s up.
+func (s *staging[B]) init(k *overlayKind[B], base B, limit int64) error {
+	budget, err := newStagingBudget(k.layout.kind, base, limit)
+	if err != nil {
+		return err
+	}
+	s.k, s.base, s.budget = k, base, budget
+	s.reset()
+	return nil
+}
+
+// Name returns the base's name.
+func (s *staging[B]) Name() string { return s.base.Name() }
+
+// Kind returns the kind of the overlay and of its base.
+func (s *staging[B]) Kind() Kind { return s.k.layout.kind }
+
+// Close drops the staged writes and closes the base. Later operations, and
+// the Next of open iterators, return ErrClosed. Closing twice is not an
+// error.
+func (s *staging[B]) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.reset()
+	return s.base.Close()
+}
+
+// put stages e (a delete if e.del), or fails with a *StagingFullError if it
+// does not fit in the limit.
+func (s *staging[B]) put(e entry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	old, had := s.idx.get(e)
+	if err := s.budget.replace(s.k.layout.size(old, had), s.k.layout.size(e, true)); err != nil {
+		return err
+	}
+	s.idx.set(e)
+	if had && !old.del {
+		s.puts--
+	}
+	if !e.del {
+		s.puts++
+	}
+	return nil
+}
+
+// lookup answers a point read from the staged state, with s.mu held: the
+// staged value of e's identity (a copy), or its absence when a staged delete
+// or a staged ExpireBefore hides it. fromBase says the base must answer.
+func (s *staging[B]) lookup(e entry) (value []byte, ok, fromBase bool, err error) {
+	if s.closed.Load() {
+		return nil, false, false, ErrClosed
+	}
+	if it, found := s.idx.get(e); found {
+		if it.del {
+			return nil, false, false, nil
+		}
+		return bytes.Clone(it.value), true, false, nil
+	}
+	if s.cutoff != noCutoff && s.k.layout.expiresAt(e) < s.cutoff {
+		return nil, false, false, nil
+	}
+	return nil, false, true, nil
+}
+
+// expireBefore stages an ExpireBefore(cutoff): the staged entries that
+// expire before it are dropped now, the base's are hidden until Commit
+// deletes them (or Reset brings them back).
+func (s *staging[B]) expireBefore(cutoff time.Time) error {
+	ms := cutoff.UnixMilli()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	s.cutoff = max(s.cutoff, ms)
+	s.idx.expire(ms, func(old entry) {
+		s.budget.used -= s.k.layout.size(old, true)
+		if !old.del {
+			s.puts--
+		}
+	})
+	return nil
+}
+
+// Changes returns the staged writes in the store's order — Key is the store
+// key (the key; EncodeWindowKey(key, start); EncodeSessionKey(key, start,
+// end)), Value the new value or nil for a delete — and, after a staged
+// ExpireBefore, a delete for every base entry it hides that has no staged
+// write. Those deletes are listed through the base's ExpiryScanner if it
+// has one, else through the base's own interface where it can (FetchAll
+// for a window store; a session store cannot, and Changes then fails with
+// an error wrapping errors.ErrUnsupported: use Commit); they are not
+// counted against the limit. The slices are the overlay's own and must not
+// be modified; they stay valid after Reset.
+func (s *staging[B]) Changes() ([]Change, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	out := make([]Change, 0, s.idx.tree.Len())
+	cur := s.idx.cursor()
+	defer cur.Close()
+	for it, ok := cur.Next(); ok; it, ok = cur.Next() {
+		out = append(out, Change{Key: s.k.layout.encode(it), Value: stagedValue(it)})
+	}
+	if s.cutoff == noCutoff {
+		return out, nil
+	}
+	staged := func(e entry) bool {
+		_, ok := s.idx.get(e)
+		return ok
+	}
+	if scanner, ok := any(s.base).(ExpiryScanner); ok {
+		return appendExpired(out, scanner, s.cutoff, func(enc []byte) (bool, error) {
+			e, err := s.k.layout.decode(enc)
+			return err == nil && staged(e), err
+		})
+	}
+	if s.k.scanHidden == nil {
+		return nil, fmt.Errorf("statestore: staged %s store %q: base %T cannot list the entries ExpireBefore deletes (no ScanExpired); use Commit: %w",
+			s.k.layout.kind, s.base.Name(), s.base, errors.ErrUnsupported)
+	}
+	return s.k.scanHidden(s.base, s.cutoff, staged, out)
+}
+
+// appendExpired appends a delete for every key scanner lists for cutoff
+// that staged does not report as staged.
+func appendExpired(out []Change, scanner ExpiryScanner, cutoff int64, staged func(enc []byte) (bool, error)) ([]Change, error) {
+	it, err := scanner.ScanExpired(time.UnixMilli(cutoff))
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	for it.Next() {
+		enc := it.Key()
+		if ok, err := staged(enc); err != nil {
+			return nil, err
+		} else if !ok {
+			out = append(out, Change{Key: enc})
+		}
+	}
+	return out, it.Err()
+}
+
+// stagedValue returns the value a Change carries: nil for a delete.
+func stagedValue(it entry) []byte {
+	if it.del {
+		return nil
+	}
+	return it.value
+}
+
+// Commit applies a staged ExpireBefore to the base, then writes the staged
+// writes in the store's order, then clears the overlay. If a base call
+// fails, Commit returns its error and keeps the staged state (applying it
+// again is harmless), so the caller may retry.
+func (s *staging[B]) Commit() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if s.cutoff != noCutoff { // only window and session stores expire
+		if err := any(s.base).(expiring).ExpireBefore(time.UnixMilli(s.cutoff)); err != nil {
+			return err
+		}
+	}
+	cur := s.idx.cursor()
+	defer cur.Close()
+	for it, ok := cur.Next(); ok; it, ok = cur.Next() {
+		if err := s.k.write(s.base, it); err != nil {
+			return err
+		}
+	}
+	s.reset()
+	return nil
+}
+
+// Reset drops the staged writes and any staged ExpireBefore. Open iterators
+// keep their snapshot.
+func (s *staging[B]) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reset()
+}
+
+func (s *staging[B]) reset() {
+	s.idx = newIndexed(s.k.layout)
+	s.budget.used = 0
+	s.puts = 0
+	s.cutoff = noCutoff
+}
+
+// StagedBytes returns how many bytes are staged.
+func (s *staging[B]) StagedBytes() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.budget.used
 }

@@ -15,22 +15,22 @@ import (
 // is not safe for concurrent use.
 type mergedIter struct {
 	closed *atomic.Bool // the overlay's
-	cmp    func(a, b stagedItem) int
+	cmp    func(a, b entry) int
 
 	// over returns the next staged item in range, deletes included; nil
 	// once the iterator is released.
-	over      func() (stagedItem, bool)
+	over      func() (entry, bool)
 	overClose func()
 	// base returns the next base entry in range; nil if there is none.
-	base      func() (stagedItem, bool, error)
+	base      func() (entry, bool, error)
 	baseClose func() error
 
 	started        bool
-	overHead       stagedItem
+	overHead       entry
 	overOK, baseOK bool
-	baseHead       stagedItem
+	baseHead       entry
 
-	item  stagedItem
+	item  entry
 	valid bool
 	done  bool
 	err   error
@@ -49,7 +49,7 @@ var (
 // Close, once the overlay is closed (then Err returns ErrClosed), or when
 // the base's iterator fails (then Err returns its error).
 func (m *mergedIter) Next() bool {
-	m.item, m.valid = stagedItem{}, false
+	m.item, m.valid = entry{}, false
 	if m.done {
 		return false
 	}
@@ -182,30 +182,30 @@ func (m *mergedIter) Err() error { return m.err }
 // Close releases both sides. It is idempotent; Next after Close returns
 // false and Err then returns ErrClosed, unless the iteration had ended.
 func (m *mergedIter) Close() error {
-	m.item, m.valid = stagedItem{}, false
+	m.item, m.valid = entry{}, false
 	return m.release()
 }
 
-// treeSource returns an overlay source over a snapshot of tree: a cursor,
-// positioned by seek when non-nil, whose items go through step. step returns
-// the item to yield, or skip to read on, or stop to end; it may reposition
-// the cursor.
-func treeSource(tree *btree[stagedItem], cmp func(a, b stagedItem) int, seek *stagedItem,
-	step func(cur *btreeCursor[stagedItem], item stagedItem) (skip, stop bool),
-) (func() (stagedItem, bool), func()) {
-	cur := newBtreeCursor(cmp, tree.snapshot())
+// treeSource returns an overlay source over a snapshot of the staged
+// entries: a cursor, positioned by seek when non-nil, whose items go through
+// step. step returns the item to yield, or skip to read on, or stop to end;
+// it may reposition the cursor.
+func treeSource(staged *indexed, seek *entry,
+	step func(cur *btreeCursor[entry], item entry) (skip, stop bool),
+) (func() (entry, bool), func()) {
+	cur := staged.cursor()
 	if seek != nil {
 		cur.Seek(*seek)
 	}
-	next := func() (stagedItem, bool) {
+	next := func() (entry, bool) {
 		for {
 			item, ok := cur.Next()
 			if !ok {
-				return stagedItem{}, false
+				return entry{}, false
 			}
 			skip, stop := step(cur, item)
 			if stop {
-				return stagedItem{}, false
+				return entry{}, false
 			}
 			if !skip {
 				return item, true
@@ -216,31 +216,31 @@ func treeSource(tree *btree[stagedItem], cmp func(a, b stagedItem) int, seek *st
 }
 
 // baseKV adapts a base Iterator to a merge source.
-func baseKV(it Iterator) (func() (stagedItem, bool, error), func() error) {
-	return func() (stagedItem, bool, error) {
+func baseKV(it Iterator) (func() (entry, bool, error), func() error) {
+	return func() (entry, bool, error) {
 		if !it.Next() {
-			return stagedItem{}, false, it.Err()
+			return entry{}, false, it.Err()
 		}
-		return stagedItem{key: it.Key(), value: it.Value()}, true, nil
+		return entry{key: it.Key(), value: it.Value()}, true, nil
 	}, it.Close
 }
 
 // baseWindows adapts a base WindowIterator to a merge source.
-func baseWindows(it WindowIterator) (func() (stagedItem, bool, error), func() error) {
-	return func() (stagedItem, bool, error) {
+func baseWindows(it WindowIterator) (func() (entry, bool, error), func() error) {
+	return func() (entry, bool, error) {
 		if !it.Next() {
-			return stagedItem{}, false, it.Err()
+			return entry{}, false, it.Err()
 		}
-		return stagedItem{key: it.Key(), start: it.Window().UnixMilli(), value: it.Value()}, true, nil
+		return entry{key: it.Key(), start: it.Window().UnixMilli(), value: it.Value()}, true, nil
 	}, it.Close
 }
 
 // baseSessions adapts a base SessionIterator to a merge source.
-func baseSessions(it SessionIterator) (func() (stagedItem, bool, error), func() error) {
-	return func() (stagedItem, bool, error) {
+func baseSessions(it SessionIterator) (func() (entry, bool, error), func() error) {
+	return func() (entry, bool, error) {
 		if !it.Next() {
-			return stagedItem{}, false, it.Err()
+			return entry{}, false, it.Err()
 		}
-		return stagedItem{key: it.Key(), start: it.Start().UnixMilli(), end: it.End().UnixMilli(), value: it.Value()}, true, nil
+		return entry{key: it.Key(), start: it.Start().UnixMilli(), end: it.End().UnixMilli(), value: it.Value()}, true, nil
 	}, it.Close
 }
