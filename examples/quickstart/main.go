@@ -2,7 +2,8 @@
 // count whose counts every instance answers over HTTP.
 //
 // It needs a Kafka broker on localhost:9092 (bash scripts/kafka/start.sh
-// starts one) with a topic "text". Start it twice, each with its own
+// starts one) with the topics "text" and "word-counts" (weir creates its
+// internal topics, not these). Start it twice, each with its own
 // -state-dir and -http, and the two instances share the partitions; ask
 // either one for any word (GET /stores/counts/keys/{word}). The examples
 // wordcount and dashboard do the same on an embedded broker.
