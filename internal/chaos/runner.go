@@ -461,11 +461,13 @@ func (s *scenario) produce(ctx context.Context, inputs []Input, span time.Durati
 		for _, in := range inputs[first:last] {
 			recs = append(recs, &kgo.Record{Key: []byte(in.Key), Value: in.Value(), Timestamp: baseTime.Add(time.Duration(in.ID) * time.Millisecond)})
 		}
-		pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		// The lock first: a cluster fault holds it for minutes on a busy
+		// machine, which must not count against the write's own bound.
 		s.producing.RLock()
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		res := cl.ProduceSync(pctx, recs...)
-		s.producing.RUnlock()
 		cancel()
+		s.producing.RUnlock()
 		if err := res.FirstErr(); err != nil {
 			return fmt.Errorf("chaos: produce the input: %w", err)
 		}
