@@ -31,7 +31,15 @@ func Topology(s *Script) (*topology.Topology, func(key, value []byte) (k, v *str
 		}
 		return in.GroupByKey()
 	}
-	concat := func(a, v string) string { return a + "," + v }
+	// Kafka Streams hands a time-windowed or session reducer a null value,
+	// which Java's string concatenation prints as "null"; weir hands it V's
+	// zero value. No script has an empty value, so "" stands for null.
+	concat := func(a, v string) string {
+		if v == "" {
+			v = "null"
+		}
+		return a + "," + v
+	}
 	var opts []topology.Option
 	if s.Final != "" {
 		opts = append(opts, topology.EmitFinal())

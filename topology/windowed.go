@@ -1,8 +1,10 @@
 package topology
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/weirstream/weir/processor"
@@ -65,7 +67,11 @@ func aggregateStep[K, V, VA any](init func() VA, adder func(K, V, VA) VA) step[K
 	}
 }
 
-// windowAggregate adds a windowed aggregation node and its stores.
+// windowAggregate adds a windowed aggregation node and its stores: the
+// aggregates, and beside them the largest record timestamp of each window
+// (Kafka Streams keeps both in one timestamped store; weir keeps the
+// aggregate store's values as they are, for queries, and adds
+// "<store>-timestamps").
 func windowAggregate[K, V, VA any](wg WindowedGrouped[K, V], prefix string, vas serde.Serde[VA], opts []Option, st step[K, V, VA]) Table[Windowed[K], VA] {
 	b := wg.g.s.b
 	cfg := newConfig(opts)
@@ -79,16 +85,13 @@ func windowAggregate[K, V, VA any](wg WindowedGrouped[K, V], prefix string, vas 
 	if vas == nil {
 		b.failf("%s: no serde for the aggregate type %s", prefix, typeName[VA]())
 	}
-	if wg.w.kind == sliding && in.vs == nil {
-		b.failf("%s: sliding windows keep the input values: no value serde for %s", prefix, typeName[V]())
-	}
 	store := cfg.store
 	if store == "" {
 		store = b.nextName(prefix + "-STATE-STORE")
 	}
 	p := windowAgg[K, V, VA]{
-		store: store, w: wg.w, ks: in.ks, vs: in.vs, vas: vas, step: st, emitFinal: cfg.emitFinal,
-		positions: store + "-emit-position", records: store + "-records",
+		store: store, w: wg.w, ks: in.ks, vas: vas, step: st, emitFinal: cfg.emitFinal,
+		positions: store + "-emit-position", timestamps: store + "-timestamps",
 	}
 	n := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
@@ -97,14 +100,12 @@ func windowAggregate[K, V, VA any](wg WindowedGrouped[K, V], prefix string, vas 
 			return &cp
 		},
 	}, prefix, cfg, in.node)
-	retention := wg.w.size + wg.w.grace
+	retention := wg.w.retention()
 	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindWindow, Retention: retention, Logged: true}, n)
+	b.addStore(statestore.Spec{Name: p.timestamps, Kind: statestore.KindWindow, Retention: retention, Logged: true}, n)
 	queryable(b, store, in.ks, vas)
 	if cfg.emitFinal {
 		b.addStore(statestore.Spec{Name: p.positions, Kind: statestore.KindKeyValue, Logged: true}, n)
-	}
-	if wg.w.kind == sliding {
-		b.addStore(statestore.Spec{Name: p.records, Kind: statestore.KindWindow, Retention: retention, Logged: true}, n)
 	}
 	ws := WindowedSerde(in.ks)
 	if in.ks == nil {
@@ -113,20 +114,23 @@ func windowAggregate[K, V, VA any](wg WindowedGrouped[K, V], prefix string, vas 
 	return Table[Windowed[K], VA]{b: b, node: n, ks: ws, vs: vas, store: store}
 }
 
-// windowAgg aggregates per key and time window.
+// windowAgg aggregates per key and time window, as Kafka Streams'
+// KStreamWindowAggregate and KStreamSlidingWindowAggregate do: lateness is
+// decided by the time this processor has seen, and each window's result is
+// stamped with the largest record timestamp in it.
 type windowAgg[K, V, VA any] struct {
-	store, positions, records string
-	w                         Windows
-	ks                        serde.Serde[K]
-	vs                        serde.Serde[V]
-	vas                       serde.Serde[VA]
-	step                      step[K, V, VA]
-	emitFinal                 bool
+	store, positions, timestamps string
+	w                            Windows
+	ks                           serde.Serde[K]
+	vas                          serde.Serde[VA]
+	step                         step[K, V, VA]
+	emitFinal                    bool
 
-	ws      *statestore.Windowed[K, VA]
-	raw     statestore.WindowStore   // sliding: the input values per key and timestamp
-	pos     statestore.KeyValueStore // emit-final: next window start to emit
-	expired int64                    // windows starting before this are gone
+	ws       *statestore.Windowed[K, VA]
+	ts       *statestore.Windowed[K, int64] // the largest record timestamp per window
+	pos      statestore.KeyValueStore       // emit-final: next window start to emit
+	observed int64                          // the largest timestamp this processor has seen; -1 before the first
+	expired  int64                          // windows starting before this are gone
 }
 
 var emitPositionKey = []byte("next-start")
@@ -137,6 +141,12 @@ func (p *windowAgg[K, V, VA]) Init(ctx processor.Context[any, any]) error {
 		return err
 	}
 	p.ws = ws
+	ts, err := processor.WindowStore(ctx, p.timestamps, p.ks, serde.Int64())
+	if err != nil {
+		return err
+	}
+	p.ts = ts
+	p.observed = -1
 	if p.emitFinal {
 		s, err := ctx.StateStore(p.positions)
 		if err != nil {
@@ -144,18 +154,13 @@ func (p *windowAgg[K, V, VA]) Init(ctx processor.Context[any, any]) error {
 		}
 		p.pos = s.(statestore.KeyValueStore)
 	}
-	if p.w.kind == sliding {
-		s, err := ctx.StateStore(p.records)
-		if err != nil {
-			return err
-		}
-		p.raw = s.(statestore.WindowStore)
-	}
 	return nil
 }
 
 func (p *windowAgg[K, V, VA]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-	if r.Key == nil || r.Value == nil {
+	// Kafka Streams 4.4 drops a null key; a null value is dropped by
+	// sliding windows and folded (as V's zero value) by time windows.
+	if r.Key == nil || (r.Value == nil && p.w.kind == sliding) {
 		ctx.Count(processor.MetricDroppedNull, 1)
 		return nil
 	}
@@ -164,7 +169,8 @@ func (p *windowAgg[K, V, VA]) Process(ctx processor.Context[any, any], r process
 		return err
 	}
 	ts := r.Timestamp.UnixMilli()
-	closeTime := ctx.StreamTime().UnixMilli() - p.w.grace.Milliseconds()
+	p.observed = max(p.observed, ts)
+	closeTime := p.observed - p.w.grace.Milliseconds()
 	if p.w.kind == sliding {
 		err = p.slide(ctx, tr, ts, closeTime)
 	} else {
@@ -181,132 +187,57 @@ func (p *windowAgg[K, V, VA]) Process(ctx processor.Context[any, any], r process
 	return p.expire(closeTime)
 }
 
-// fixed updates the tumbling or hopping windows that contain ts.
+// fixed updates the tumbling or hopping windows that contain ts; a window
+// takes records while its end is after closeTime.
 func (p *windowAgg[K, V, VA]) fixed(ctx processor.Context[any, any], r processor.Record[K, V], ts, closeTime int64) error {
 	size := p.w.size.Milliseconds()
 	for _, start := range p.w.windowsFor(ts) {
-		end := start + size
-		if end <= closeTime {
+		if start+size <= closeTime {
 			ctx.Count(processor.MetricDroppedLate, 1)
 			continue
 		}
-		if err := p.update(ctx, r, start, end); err != nil {
+		agg, found, err := p.ws.Get(r.Key, time.UnixMilli(start))
+		if err != nil {
+			return err
+		}
+		maxTS, _, err := p.ts.Get(r.Key, time.UnixMilli(start))
+		if err != nil {
+			return err
+		}
+		if err := p.put(ctx, r, start, p.step(r.Key, r.Value, agg, found), stamp(ts, maxTS, found)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// update folds r into window [start, end) and emits the result unless the
-// aggregation emits final results only.
-func (p *windowAgg[K, V, VA]) update(ctx processor.Context[any, any], r processor.Record[K, V], start, end int64) error {
-	agg, found, err := p.ws.Get(r.Key, time.UnixMilli(start))
-	if err != nil {
-		return err
+// stamp is the timestamp of a window after a record at ts joined it: the
+// largest record timestamp in it.
+func stamp(ts, prev int64, found bool) int64 {
+	if !found {
+		return ts
 	}
-	agg = p.step(r.Key, r.Value, agg, found)
+	return max(ts, prev)
+}
+
+// put stores window [start, start+size) of r's key with its aggregate and
+// timestamp, and forwards it unless the aggregation emits final results
+// only.
+func (p *windowAgg[K, V, VA]) put(ctx processor.Context[any, any], r processor.Record[K, V], start int64, agg VA, ts int64) error {
 	if err := p.ws.Put(r.Key, time.UnixMilli(start), agg); err != nil {
 		return err
 	}
-	if p.emitFinal {
-		return nil
-	}
-	return p.forward(ctx, r, r.Key, start, end, agg)
-}
-
-func (p *windowAgg[K, V, VA]) forward(ctx processor.Context[any, any], r processor.Record[K, V], k K, start, end int64, agg VA) error {
-	out := processor.Record[any, any]{
-		Key: Windowed[K]{Key: k, Start: time.UnixMilli(start), End: time.UnixMilli(end)}, Value: agg,
-		Timestamp: r.Timestamp, Headers: r.Headers, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-	}
-	return ctx.Forward(out)
-}
-
-// slide handles sliding windows: the window [ts-d, ts] is created from the
-// stored input values, and the windows ending in (ts, ts+d] are updated.
-func (p *windowAgg[K, V, VA]) slide(ctx processor.Context[any, any], r processor.Record[K, V], ts, closeTime int64) error {
-	d := p.w.size.Milliseconds()
-	if ts <= closeTime {
-		ctx.Count(processor.MetricDroppedLate, 1)
-		return nil
-	}
-	kb, err := p.ks.Serialize(p.store, r.Key)
-	if err != nil {
-		return err
-	}
-	vb, err := p.vs.Serialize(p.records, r.Value)
-	if err != nil {
-		return err
-	}
-	// Keep the value: later windows may need to be built from it.
-	if err := keepValue(p.raw, kb, ts, vb); err != nil {
-		return err
-	}
-	// Update the existing windows that end after ts and cover it.
-	it, err := p.ws.Fetch(r.Key, time.UnixMilli(ts-d+1), time.UnixMilli(ts))
-	if err != nil {
-		return err
-	}
-	var starts []int64
-	var aggs []VA
-	for it.Next() {
-		starts = append(starts, it.Window().UnixMilli())
-		aggs = append(aggs, it.Value())
-	}
-	if err := closeIter(it); err != nil {
-		return err
-	}
-	for i, start := range starts {
-		agg := p.step(r.Key, r.Value, aggs[i], true)
-		if err := p.ws.Put(r.Key, time.UnixMilli(start), agg); err != nil {
-			return err
-		}
-		if !p.emitFinal {
-			if err := p.forward(ctx, r, r.Key, start, start+d, agg); err != nil {
-				return err
-			}
-		}
-	}
-	// Build the window ending at ts from every stored value in [ts-d, ts].
-	if _, exists, err := p.ws.Get(r.Key, time.UnixMilli(ts-d)); err != nil || exists {
-		return err // it existed: the loop above already added r
-	}
-	var agg VA
-	found := false
-	rit, err := p.raw.Fetch(kb, time.UnixMilli(ts-d), time.UnixMilli(ts))
-	if err != nil {
-		return err
-	}
-	for rit.Next() {
-		vals, err := splitValues(rit.Value())
-		if err != nil {
-			rit.Close()
-			return err
-		}
-		for _, b := range vals {
-			v, err := p.vs.Deserialize(p.records, b)
-			if err != nil {
-				rit.Close()
-				return err
-			}
-			agg = p.step(r.Key, v, agg, found)
-			found = true
-		}
-	}
-	if err := rit.Err(); err != nil {
-		rit.Close()
-		return err
-	}
-	if err := rit.Close(); err != nil {
-		return err
-	}
-	if err := p.ws.Put(r.Key, time.UnixMilli(ts-d), agg); err != nil {
+	if err := p.ts.Put(r.Key, time.UnixMilli(start), ts); err != nil {
 		return err
 	}
 	if p.emitFinal {
 		return nil
 	}
-	return p.forward(ctx, r, r.Key, ts-d, ts, agg)
+	return ctx.Forward(processor.Record[any, any]{
+		Key:   Windowed[K]{Key: r.Key, Start: time.UnixMilli(start), End: time.UnixMilli(p.windowEnd(start))},
+		Value: agg, Timestamp: time.UnixMilli(ts),
+		Headers: r.Headers, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+	})
 }
 
 // windowEnd returns the end of the window starting at start.
@@ -314,9 +245,11 @@ func (p *windowAgg[K, V, VA]) windowEnd(start int64) int64 {
 	return start + p.w.size.Milliseconds()
 }
 
-// emitClosed emits, once, every window that closed: end ≤ closeTime. The
-// position of the next window start to emit is kept in a store, so a
-// restarted task neither repeats nor skips results.
+// emitClosed emits, once, every window that closed: end ≤ closeTime, each
+// stamped with its largest record timestamp, in the order of Kafka Streams'
+// suppression buffer (window end, then key bytes). The position of the next
+// window start to emit is kept in a store, so a restarted task neither
+// repeats nor skips results.
 func (p *windowAgg[K, V, VA]) emitClosed(ctx processor.Context[any, any], closeTime int64) error {
 	lastStart := closeTime - p.w.size.Milliseconds() // windows starting at or before this are closed
 	next := int64(0)
@@ -328,27 +261,48 @@ func (p *windowAgg[K, V, VA]) emitClosed(ctx processor.Context[any, any], closeT
 	if lastStart < next {
 		return nil
 	}
-	it, err := p.ws.FetchAll(time.UnixMilli(next), time.UnixMilli(lastStart))
+	it, err := p.ws.Store().FetchAll(time.UnixMilli(next), time.UnixMilli(lastStart))
 	if err != nil {
 		return err
 	}
 	type result struct {
-		k     K
+		kb    []byte
 		start int64
-		agg   VA
+		vb    []byte
 	}
 	var results []result
 	for it.Next() {
-		results = append(results, result{k: it.Key(), start: it.Window().UnixMilli(), agg: it.Value()})
+		results = append(results, result{kb: append([]byte(nil), it.Key()...), start: it.Window().UnixMilli(), vb: append([]byte(nil), it.Value()...)})
 	}
 	if err := closeIter(it); err != nil {
 		return err
 	}
+	sort.SliceStable(results, func(i, j int) bool {
+		if results[i].start != results[j].start {
+			return results[i].start < results[j].start
+		}
+		return bytes.Compare(results[i].kb, results[j].kb) < 0
+	})
 	for _, res := range results {
+		k, err := p.ks.Deserialize(p.store, res.kb)
+		if err != nil {
+			return err
+		}
+		agg, err := p.vas.Deserialize(p.store, res.vb)
+		if err != nil {
+			return err
+		}
+		ts, found, err := p.ts.Get(k, time.UnixMilli(res.start))
+		if err != nil {
+			return err
+		}
+		if !found { // written before weir kept window timestamps
+			ts = p.windowEnd(res.start)
+		}
 		out := processor.Record[any, any]{
-			Key:       Windowed[K]{Key: res.k, Start: time.UnixMilli(res.start), End: time.UnixMilli(p.windowEnd(res.start))},
-			Value:     res.agg,
-			Timestamp: time.UnixMilli(p.windowEnd(res.start)),
+			Key:       Windowed[K]{Key: k, Start: time.UnixMilli(res.start), End: time.UnixMilli(p.windowEnd(res.start))},
+			Value:     agg,
+			Timestamp: time.UnixMilli(ts),
 		}
 		if err := ctx.Forward(out); err != nil {
 			return err
@@ -358,9 +312,12 @@ func (p *windowAgg[K, V, VA]) emitClosed(ctx processor.Context[any, any], closeT
 }
 
 // expire drops windows that closed more than a window size ago; retention is
-// size + grace.
+// size + grace (2·time difference + grace for sliding windows).
 func (p *windowAgg[K, V, VA]) expire(closeTime int64) error {
 	cutoff := closeTime - p.w.size.Milliseconds()
+	if p.w.kind == sliding {
+		cutoff -= p.w.size.Milliseconds()
+	}
 	step := p.w.advance.Milliseconds()
 	if step <= 0 {
 		step = p.w.size.Milliseconds()
@@ -372,10 +329,7 @@ func (p *windowAgg[K, V, VA]) expire(closeTime int64) error {
 	if err := p.ws.Store().ExpireBefore(time.UnixMilli(cutoff)); err != nil {
 		return err
 	}
-	if p.raw != nil {
-		return p.raw.ExpireBefore(time.UnixMilli(cutoff))
-	}
-	return nil
+	return p.ts.Store().ExpireBefore(time.UnixMilli(cutoff))
 }
 
 // keepValue appends v to the list of values kept at (key, ts) in ws: the

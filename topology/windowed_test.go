@@ -92,13 +92,40 @@ func TestEmitFinalEmitsOncePerClosedWindow(t *testing.T) {
 func TestSlidingWindows(t *testing.T) {
 	d := windowedCounts(t, topology.SlidingWindows(10*time.Millisecond).WithGrace(100*time.Millisecond))
 	pipeClicks(t, d, click{"ann", 10}, click{"ann", 15}, click{"ann", 30}, click{"ann", 12})
+	// As Kafka Streams' sliding windows (issue 21): windows include both
+	// ends, and each record also has the window starting just after it.
 	require.Equal(t, []kv{
 		{Key: "ann@[0,10)", Value: 1},  // window [0,10] ending at the first record
+		{Key: "ann@[11,21)", Value: 1}, // 15 starts the window right after 10
 		{Key: "ann@[5,15)", Value: 2},  // [5,15] holds 10 and 15
 		{Key: "ann@[20,30)", Value: 1}, // 30 is alone
-		{Key: "ann@[5,15)", Value: 3},  // 12 joins the window ending at 15
+		{Key: "ann@[11,21)", Value: 2}, // 12 joins the window right after 10
+		{Key: "ann@[5,15)", Value: 3},  // and the window ending at 15
 		{Key: "ann@[2,12)", Value: 2},  // and gets its own window [2,12]: 10 and 12
+		{Key: "ann@[13,23)", Value: 1}, // and the window right after it: 15
 	}, readCounts(t, d))
+}
+
+// TestWindowResultTimestamps pins Kafka Streams' timestamps (issue 21): a
+// window's update carries the largest record timestamp in the window, and
+// so does its final result.
+func TestWindowResultTimestamps(t *testing.T) {
+	stamps := func(d *topologytest.Driver) []int64 {
+		recs, err := topologytest.Output(d, "counts", serde.String(), serde.Int64()).ReadRecords()
+		require.NoError(t, err)
+		var out []int64
+		for _, r := range recs {
+			out = append(out, r.Timestamp.UnixMilli())
+		}
+		return out
+	}
+	d := windowedCounts(t, topology.TumblingWindows(10*time.Millisecond).WithGrace(20*time.Millisecond))
+	pipeClicks(t, d, click{"ann", 1008}, click{"ann", 1004})
+	require.Equal(t, []int64{1008, 1008}, stamps(d), "the update after 1004 carries 1008")
+
+	d = windowedCounts(t, topology.TumblingWindows(10*time.Millisecond), topology.EmitFinal())
+	pipeClicks(t, d, click{"ann", 1007}, click{"ann", 1003}, click{"ann", 1010})
+	require.Equal(t, []int64{1007}, stamps(d), "the final result carries 1007, not the window end")
 }
 
 func TestSessionWindows(t *testing.T) {

@@ -40,14 +40,16 @@ func HoppingWindows(size, advance time.Duration) Windows {
 	return Windows{kind: hopping, size: size, advance: advance}
 }
 
-// SlidingWindows returns windows defined by the records themselves, like
+// SlidingWindows returns windows defined by the records themselves, as
 // Kafka Streams' SlidingWindows: two records fall in one window when their
-// timestamps differ by at most timeDifference. For each record at t, the
-// window [t-timeDifference, t] ending at it is created or updated, and every
-// existing window that ends within timeDifference after t is updated to
-// include it. (Kafka Streams also emits the windows that start right after
-// each record; their contents are always a subset of a window ending at a
-// later record, and weir does not emit them.)
+// timestamps differ by at most timeDifference. Windows include both ends.
+// For each record at t there is the window [t-timeDifference, t] ending at
+// it and the window [t+1, t+1+timeDifference] starting just after it (when
+// a record falls in it); a record updates every window that contains it.
+// Near time zero, records before timeDifference share the window
+// [0, timeDifference]. A record is late only when t + timeDifference is
+// before stream time minus grace; a window takes records while its end is
+// not before stream time minus grace.
 func SlidingWindows(timeDifference time.Duration) Windows {
 	return Windows{kind: sliding, size: timeDifference}
 }
@@ -72,6 +74,16 @@ func (w Windows) validate() error {
 		return fmt.Errorf("negative grace %v", w.grace)
 	}
 	return nil
+}
+
+// retention is how long the windows' state is kept: size + grace, and
+// 2·time difference + grace for sliding windows (a record may read the
+// aggregate of the window before its own).
+func (w Windows) retention() time.Duration {
+	if w.kind == sliding {
+		return 2*w.size + w.grace
+	}
+	return w.size + w.grace
 }
 
 // windowsFor returns the starts (ms) of the windows containing ts, in
