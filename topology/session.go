@@ -75,7 +75,7 @@ func sessionAggregate[K, V, VA any](sg SessionGrouped[K, V], prefix string, vas 
 			return &cp
 		},
 	}, prefix, cfg, in.node)
-	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindSession, Retention: sg.w.gap + sg.w.grace, Logged: true}, n)
+	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindSession, Retention: 2*sg.w.gap + sg.w.grace, Logged: true}, n)
 	queryable(b, store, in.ks, vas)
 	ws := WindowedSerde(in.ks)
 	if in.ks == nil {
@@ -84,21 +84,26 @@ func sessionAggregate[K, V, VA any](sg SessionGrouped[K, V], prefix string, vas 
 	return Table[Windowed[K], VA]{b: b, node: n, ks: ws, vs: vas, store: store}
 }
 
-// sessionAgg aggregates per key and session.
+// sessionAgg aggregates per key and session, as Kafka Streams'
+// KStreamSessionWindowAggregate: a session takes records while stream time
+// (this processor's) minus gap and grace is not after its end, and results
+// and the tombstones of merged sessions are stamped with the session end.
 type sessionAgg[K, V, VA any] struct {
-	store   string
-	w       SessionWindows
-	ks      serde.Serde[K]
-	vas     serde.Serde[VA]
-	step    step[K, V, VA]
-	merge   func(K, VA, VA) VA
-	ss      *statestore.Sessions[K, VA]
-	expired int64
+	store    string
+	w        SessionWindows
+	ks       serde.Serde[K]
+	vas      serde.Serde[VA]
+	step     step[K, V, VA]
+	merge    func(K, VA, VA) VA
+	ss       *statestore.Sessions[K, VA]
+	observed int64 // the largest timestamp this processor has seen; -1 before the first
+	expired  int64
 }
 
 func (p *sessionAgg[K, V, VA]) Init(ctx processor.Context[any, any]) error {
 	ss, err := processor.SessionStore(ctx, p.store, p.ks, p.vas)
 	p.ss = ss
+	p.observed = -1
 	return err
 }
 
@@ -108,7 +113,9 @@ type session[VA any] struct {
 }
 
 func (p *sessionAgg[K, V, VA]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-	if r.Key == nil || r.Value == nil {
+	// Kafka Streams 4.4 drops a null key and folds a null value (here as
+	// V's zero value).
+	if r.Key == nil {
 		ctx.Count(processor.MetricDroppedNull, 1)
 		return nil
 	}
@@ -125,36 +132,48 @@ func (p *sessionAgg[K, V, VA]) Process(ctx processor.Context[any, any], r proces
 func (p *sessionAgg[K, V, VA]) process(ctx processor.Context[any, any], r processor.Record[K, V]) error {
 	ts := r.Timestamp.UnixMilli()
 	gap := p.w.gap.Milliseconds()
-	closeTime := ctx.StreamTime().UnixMilli() - p.w.grace.Milliseconds()
+	p.observed = max(p.observed, ts)
+	closeTime := p.observed - p.w.grace.Milliseconds() - gap
 	it, err := p.ss.FindSessions(r.Key, time.UnixMilli(ts-gap), time.UnixMilli(ts+gap))
 	if err != nil {
 		return err
 	}
 	var merged []session[VA]
 	for it.Next() {
-		merged = append(merged, session[VA]{start: it.Start().UnixMilli(), end: it.End().UnixMilli(), agg: it.Value()})
+		// A closed session is out of the store's retention in Kafka
+		// Streams: a record near it starts a new session.
+		if end := it.End().UnixMilli(); end > closeTime {
+			merged = append(merged, session[VA]{start: it.Start().UnixMilli(), end: end, agg: it.Value()})
+		}
 	}
 	if err := closeIter(it); err != nil {
 		return err
 	}
-	var zero VA
-	cur := session[VA]{start: ts, end: ts, agg: p.step(r.Key, r.Value, zero, false)}
+	cur := session[VA]{start: ts, end: ts}
+	found := false
 	for _, s := range merged {
 		cur.start, cur.end = min(cur.start, s.start), max(cur.end, s.end)
-		cur.agg = p.merge(r.Key, s.agg, cur.agg)
+		if found {
+			cur.agg = p.merge(r.Key, cur.agg, s.agg)
+		} else {
+			cur.agg, found = s.agg, true
+		}
 	}
 	if cur.end < closeTime {
 		ctx.Count(processor.MetricDroppedLate, 1)
 		return nil
 	}
-	for _, s := range merged {
-		if err := p.ss.Remove(r.Key, time.UnixMilli(s.start), time.UnixMilli(s.end)); err != nil {
-			return err
-		}
-		if err := p.forward(ctx, r, s.start, s.end, nil); err != nil {
-			return err
+	if cur.start != ts || cur.end != ts {
+		for _, s := range merged {
+			if err := p.ss.Remove(r.Key, time.UnixMilli(s.start), time.UnixMilli(s.end)); err != nil {
+				return err
+			}
+			if err := p.forward(ctx, r, s.start, s.end, nil); err != nil {
+				return err
+			}
 		}
 	}
+	cur.agg = p.step(r.Key, r.Value, cur.agg, found)
 	if err := p.ss.Put(r.Key, time.UnixMilli(cur.start), time.UnixMilli(cur.end), cur.agg); err != nil {
 		return err
 	}
@@ -169,9 +188,10 @@ func (p *sessionAgg[K, V, VA]) process(ctx processor.Context[any, any], r proces
 	return nil
 }
 
+// forward emits session [start, end] of r's key, stamped with its end.
 func (p *sessionAgg[K, V, VA]) forward(ctx processor.Context[any, any], r processor.Record[K, V], start, end int64, agg any) error {
 	return ctx.Forward(processor.Record[any, any]{
 		Key: Windowed[K]{Key: r.Key, Start: time.UnixMilli(start), End: time.UnixMilli(end)}, Value: agg,
-		Timestamp: r.Timestamp, Headers: r.Headers, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+		Timestamp: time.UnixMilli(end), Headers: r.Headers, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 	})
 }

@@ -170,3 +170,41 @@ func TestSessionWindows(t *testing.T) {
 	// 8 bridges [1,4] and [12,12] into one session.
 	require.Equal(t, []rec{{"ann@[1,4)", 0, true}, {"ann@[12,12)", 0, true}, {"ann@[1,12)", 4, false}}, got)
 }
+
+// TestSessionLatenessAndTimestamps pins Kafka Streams' session rules (issue
+// 21): a session closes when stream time passes its end + gap + grace, and
+// results and merge tombstones carry the session end.
+func TestSessionLatenessAndTimestamps(t *testing.T) {
+	b := topology.NewBuilder()
+	clicks := topology.NewStream(b, "clicks", serde.String(), serde.String())
+	sessions := topology.SessionWindowedBy(clicks.GroupByKey(), topology.SessionWindowsWithGap(10*time.Millisecond)).
+		Count(topology.Materialized("sessions"))
+	topology.SelectKey(sessions.ToStream(), func(k topology.Windowed[string], _ int64) string { return k.String() }).To("counts")
+	topo, err := b.Build()
+	require.NoError(t, err)
+	d, err := topologytest.New(topo, topologytest.Config{})
+	require.NoError(t, err)
+	defer d.Close()
+	// At stream time 1015 sessions ending before 1005 are closed: the
+	// record at 1008 is not late (weir dropped it before: 1008 < 1015-0).
+	pipeClicks(t, d, click{"ann", 1000}, click{"bob", 1015}, click{"ann", 1008}, click{"ann", 1001})
+	recs, err := topologytest.Output(d, "counts", serde.String(), serde.Int64()).ReadRecords()
+	require.NoError(t, err)
+	type rec struct {
+		key string
+		n   int64
+		ts  int64
+	}
+	var got []rec
+	for _, r := range recs {
+		got = append(got, rec{r.Key, r.Value, r.Timestamp.UnixMilli()})
+	}
+	require.Equal(t, []rec{
+		{"ann@[1000,1000)", 1, 1000},
+		{"bob@[1015,1015)", 1, 1015},
+		{"ann@[1008,1008)", 1, 1008}, // [1000,1000] is closed: a new session
+		{"ann@[1008,1008)", 0, 1008}, // merged into [1001,1008]: a tombstone at its end
+		{"ann@[1001,1008)", 2, 1008},
+	}, got)
+	require.Zero(t, d.Counters()[processor.MetricDroppedLate])
+}
