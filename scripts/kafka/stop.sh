@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Stop the broker that scripts/kafka/start.sh started and delete run/
 # (its config, data and log), and the same for a cluster (KAFKA_NODES>1):
-# every node in run-cluster/, then run-cluster/. Safe to run when nothing is
-# running.
+# every node in run-cluster/, then run-cluster/, and for the secured node of
+# start-secure.sh (run-secure/). Safe to run when nothing is running.
 #
-#   bash scripts/kafka/stop.sh            # the single node and the cluster
+#   bash scripts/kafka/stop.sh            # the single node, the cluster, the secured node
 #   bash scripts/kafka/stop.sh single     # only the single node (run/)
 #   bash scripts/kafka/stop.sh cluster    # only the cluster (run-cluster/)
+#   bash scripts/kafka/stop.sh secure     # only the secured node (run-secure/)
 #
 # Environment:
 #   KAFKA_STOP_TIMEOUT  seconds to wait after SIGTERM before SIGKILL, default 30
-#   KAFKA_KEEP_RUN=1    keep run/ and run-cluster/ (for reading kafka.log after
-#                       a failure)
+#   KAFKA_KEEP_RUN=1    keep run/, run-cluster/ and run-secure/ (for reading
+#                       kafka.log after a failure)
 set -euo pipefail
 
 dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,8 +24,8 @@ log() { echo "kafka: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 case $what in
-all | single | cluster) ;;
-*) die "usage: stop.sh [all|single|cluster]" ;;
+all | single | cluster | secure) ;;
+*) die "usage: stop.sh [all|single|cluster|secure]" ;;
 esac
 
 # Only signal the pid if it is still our broker (pid files outlive processes).
@@ -34,10 +35,10 @@ running() {
 }
 
 stop_single() {
-  local pid i
+  local pid i run=${1:-$run} name=${2:-}
   pid=$(cat "$run/kafka.pid" 2>/dev/null || true)
   if running "$pid"; then
-    log "stopping pid $pid"
+    log "stopping ${name}pid $pid"
     kill -TERM "$pid"
     for ((i = 0; i < timeout * 10; i++)); do
       running "$pid" || break
@@ -51,9 +52,9 @@ stop_single() {
         sleep 0.1
       done
     fi
-    log "stopped"
+    log "${name}stopped"
   else
-    log "not running"
+    log "${name}not running"
   fi
 
   if [[ ${KAFKA_KEEP_RUN:-} != 1 ]]; then
@@ -96,5 +97,6 @@ stop_cluster() {
   fi
 }
 
-if [[ $what != cluster ]]; then stop_single; fi
+if [[ $what == all || $what == single ]]; then stop_single; fi
+if [[ $what == secure || ($what == all && -d $dir/run-secure) ]]; then stop_single "$dir/run-secure" "secured node "; fi
 if [[ $what == cluster || ($what == all && -d $dir/run-cluster) ]]; then stop_cluster; fi
