@@ -94,6 +94,8 @@ func TestConfigInternal(t *testing.T) {
 	require.Equal(t, []string{"b:9092"}, ic.Kafka.Brokers)
 
 	c.SASL.Mechanism = "SCRAM-SHA-512"
+	require.NoError(t, c.Validate())
+	c.SASL.Mechanism = "GSSAPI"
 	require.ErrorIs(t, c.Validate(), ErrConfig)
 	require.ErrorIs(t, Config{Brokers: []string{"b:9092"}}.Validate(), ErrConfig, "no transactional id")
 	require.ErrorIs(t, Config{TransactionalID: "x"}.Validate(), ErrConfig, "no brokers")

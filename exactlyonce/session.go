@@ -68,10 +68,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// SASL is SASL/PLAIN authentication (SCRAM is not supported by the
-// transactional producer yet).
+// SASL is SASL authentication: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
 type SASL struct {
-	// Mechanism is "PLAIN"; empty means "PLAIN".
+	// Mechanism is "PLAIN", "SCRAM-SHA-256" or "SCRAM-SHA-512"; empty
+	// means "PLAIN".
 	Mechanism string
 	// User is the SASL user name.
 	User string

@@ -164,30 +164,44 @@ func (c Config) saramaConfig() (*sarama.Config, error) {
 	sc.Metadata.Retry.Backoff = 100 * time.Millisecond
 	sc.Metadata.Retry.Max = 5
 
-	if c.TLS != nil {
-		sc.Net.TLS.Enable = true
-		sc.Net.TLS.Config = c.TLS.Clone()
-	}
-	if s := c.SASL; s != nil {
-		sc.Net.SASL.Enable = true
-		sc.Net.SASL.Handshake = true
-		sc.Net.SASL.User = s.User
-		sc.Net.SASL.Password = s.Password
-		switch s.Mechanism {
-		case SASLPlain:
-			sc.Net.SASL.Mechanism = sarama.SASLTypePlaintext
-		case SASLScramSHA256:
-			sc.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA256
-			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return newSCRAMClient(scramSHA256) }
-		case SASLScramSHA512:
-			sc.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
-			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return newSCRAMClient(scramSHA512) }
-		}
-	}
+	c.ApplySecurity(sc)
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return sc, nil
+}
+
+// ApplySecurity sets TLS and SASL in sc from c: the one place where every
+// sarama client weir creates — admin, producers, consumer group, and the
+// transactional producer of internal/txn — gets its TLS configuration and
+// its SASL mechanism, so that SCRAM is this package's client for all of
+// them. c must be valid ([Config.Validate]); an unknown mechanism is left
+// to sarama's Validate.
+func (c Config) ApplySecurity(sc *sarama.Config) {
+	if c.TLS != nil {
+		sc.Net.TLS.Enable = true
+		sc.Net.TLS.Config = c.TLS.Clone()
+	}
+	s := c.SASL
+	if s == nil {
+		return
+	}
+	sc.Net.SASL.Enable = true
+	sc.Net.SASL.Handshake = true
+	sc.Net.SASL.User = s.User
+	sc.Net.SASL.Password = s.Password
+	switch s.Mechanism {
+	case SASLPlain:
+		sc.Net.SASL.Mechanism = sarama.SASLTypePlaintext
+	case SASLScramSHA256:
+		sc.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA256
+		sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return newSCRAMClient(scramSHA256) }
+	case SASLScramSHA512:
+		sc.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
+		sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return newSCRAMClient(scramSHA512) }
+	default:
+		sc.Net.SASL.Mechanism = sarama.SASLMechanism(s.Mechanism)
+	}
 }
 
 // newClient connects a sarama client with the given configuration.

@@ -43,9 +43,9 @@ var ErrConfig = errors.New("exactlyonce: invalid configuration")
 // Config configures a [Session]. It is a value; share it freely as long as
 // no one mutates it.
 type Config struct {
-	// Kafka says how to reach the cluster. SASL SCRAM is not supported
-	// yet (internal/kafka does not export its SCRAM client); PLAIN and TLS
-	// are.
+	// Kafka says how to reach the cluster: TLS, and SASL PLAIN,
+	// SCRAM-SHA-256 or SCRAM-SHA-512 (kafka.Config.ApplySecurity, the same
+	// as every other client of weir).
 	Kafka kafka.Config
 
 	// TransactionalID identifies the producer across restarts:
@@ -116,10 +116,6 @@ func (c Config) Validate() error {
 	if err := c.Kafka.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if s := c.Kafka.SASL; s != nil && s.Mechanism != kafka.SASLPlain {
-		return fmt.Errorf("%w: SASL mechanism %q is not supported by the transactional producer yet (only %s)",
-			ErrConfig, s.Mechanism, kafka.SASLPlain)
-	}
 	if c.TransactionalID == "" {
 		return fmt.Errorf("%w: empty transactional id", ErrConfig)
 	}
@@ -164,17 +160,7 @@ func (c Config) saramaConfig(dialer *connWatch) (*sarama.Config, error) {
 	// top, so the watch sees every byte-level failure (see connWatch).
 	sc.Net.Proxy.Enable = true
 	sc.Net.Proxy.Dialer = dialer
-	if c.Kafka.TLS != nil {
-		sc.Net.TLS.Enable = true
-		sc.Net.TLS.Config = c.Kafka.TLS.Clone()
-	}
-	if s := c.Kafka.SASL; s != nil {
-		sc.Net.SASL.Enable = true
-		sc.Net.SASL.Handshake = true
-		sc.Net.SASL.Mechanism = sarama.SASLTypePlaintext
-		sc.Net.SASL.User = s.User
-		sc.Net.SASL.Password = s.Password
-	}
+	c.Kafka.ApplySecurity(sc)
 
 	// Idempotence: acks=all and one request in flight per connection, so
 	// retries neither duplicate nor reorder (sarama's Validate insists).

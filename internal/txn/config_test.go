@@ -28,9 +28,9 @@ func TestConfigValidate(t *testing.T) {
 		"negative timeout":     {func(c *txn.Config) { c.RequestTimeout = -time.Second }, "negative"},
 		"tiny timeout":         {func(c *txn.Config) { c.TransactionTimeout = time.Microsecond }, "out of range"},
 		"tiny request timeout": {func(c *txn.Config) { c.RequestTimeout = time.Millisecond }, "request timeout"},
-		"scram": {func(c *txn.Config) {
-			c.Kafka.SASL = &kafka.SASL{Mechanism: kafka.SASLScramSHA256, User: "u", Password: "p"}
-		}, "not supported"},
+		"unknown sasl": {func(c *txn.Config) {
+			c.Kafka.SASL = &kafka.SASL{Mechanism: "GSSAPI", User: "u", Password: "p"}
+		}, "unsupported SASL mechanism"},
 		"bad sasl": {func(c *txn.Config) { c.Kafka.SASL = &kafka.SASL{Mechanism: kafka.SASLPlain} }, "user"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -51,4 +51,24 @@ func TestConfigValidate(t *testing.T) {
 	plain := ok
 	plain.Kafka.SASL = &kafka.SASL{Mechanism: kafka.SASLPlain, User: "u", Password: "p"}
 	require.NoError(t, plain.Validate())
+}
+
+// TestConfigSCRAM: the transactional producer authenticates with SCRAM
+// through internal/kafka's client, as every other client of weir (issue 19:
+// it used to refuse every mechanism but PLAIN, so exactly-once could not run
+// on a SCRAM cluster).
+func TestConfigSCRAM(t *testing.T) {
+	for _, mech := range []string{kafka.SASLScramSHA256, kafka.SASLScramSHA512} {
+		t.Run(mech, func(t *testing.T) {
+			cfg := txn.Config{
+				Kafka:           kafka.Config{Brokers: []string{"127.0.0.1:1"}, SASL: &kafka.SASL{Mechanism: mech, User: "u", Password: "p"}},
+				TransactionalID: "app-1",
+			}
+			require.NoError(t, cfg.Validate())
+			got, first, err := txn.SASLOf(cfg)
+			require.NoError(t, err)
+			require.Equal(t, mech, got)
+			require.Regexp(t, `^n,,n=u,r=[A-Za-z0-9+/]{32}$`, first, "client-first-message of internal/kafka's SCRAM client")
+		})
+	}
 }

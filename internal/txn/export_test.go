@@ -1,6 +1,9 @@
 package txn
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Test hooks.
 
@@ -18,3 +21,25 @@ func Inits(s *Session) int64 { return s.inits.Load() }
 
 // ConnFailures returns how many of the session's connections failed in use.
 func ConnFailures(s *Session) uint64 { return s.watch.count() }
+
+// SASLOf returns the SASL mechanism of the sarama configuration cfg builds
+// and, for SCRAM, the client-first-message of its SCRAM client.
+func SASLOf(cfg Config) (mechanism, first string, err error) {
+	sc, err := cfg.withDefaults().saramaConfig(newConnWatch())
+	if err != nil {
+		return "", "", err
+	}
+	if !sc.Net.SASL.Enable {
+		return "", "", fmt.Errorf("SASL not enabled")
+	}
+	if f := sc.Net.SASL.SCRAMClientGeneratorFunc; f != nil {
+		c := f()
+		if err := c.Begin(sc.Net.SASL.User, sc.Net.SASL.Password, ""); err != nil {
+			return "", "", err
+		}
+		if first, err = c.Step(""); err != nil {
+			return "", "", err
+		}
+	}
+	return string(sc.Net.SASL.Mechanism), first, nil
+}
