@@ -135,7 +135,9 @@ func TestSourceAndSinkTopics(t *testing.T) {
 	for _, it := range g.InternalTopics {
 		internal = append(internal, it.Topic.Resolve("app"))
 	}
-	require.Equal(t, []string{"app-by-word-repartition", "app-counts-changelog"}, internal)
+	// counts-timestamps: the largest record timestamp per key, which each
+	// update carries, as in Kafka Streams (issue 21).
+	require.Equal(t, []string{"app-by-word-repartition", "app-counts-changelog", "app-counts-timestamps-changelog"}, internal)
 }
 
 func TestWindowedSerdeRoundTrip(t *testing.T) {

@@ -57,8 +57,9 @@ type nodeDef struct {
 }
 
 type storeDef struct {
-	spec  statestore.Spec
-	owner *nodeDef
+	spec      statestore.Spec
+	owner     *nodeDef
+	companion bool // kept beside another store (see timestampsOf)
 	codec *processor.StoreCodec // for interactive queries; nil if unknown
 }
 
@@ -132,6 +133,30 @@ func (b *Builder) addStore(spec statestore.Spec, owner *nodeDef) {
 	owner.stores = append(owner.stores, spec.Name)
 }
 
+// timestampsOf returns the name of the store beside table store store that
+// keeps each key's timestamp (Kafka Streams keeps it in the table's own
+// timestamped store), adding it, owned by the table store's owner, the
+// first time. The owner writes it when the store exists at task creation.
+func (b *Builder) timestampsOf(store string) string {
+	name := store + "-timestamps"
+	sd, ok := b.stores[store]
+	if !ok || sd.owner == nil {
+		return name
+	}
+	if _, done := b.stores[name]; !done {
+		b.addStore(statestore.Spec{Name: name, Kind: statestore.KindKeyValue, Logged: true}, sd.owner)
+		b.stores[name].companion = true
+	}
+	return name
+}
+
+// hasStore reports whether a store is declared; for processors created
+// after Build.
+func (b *Builder) hasStore(name string) bool {
+	_, ok := b.stores[name]
+	return ok
+}
+
 // connectStore lets node n use an existing store.
 func (b *Builder) connectStore(n *nodeDef, store string) {
 	n.stores = append(n.stores, store)
@@ -170,7 +195,13 @@ func (b *Builder) Build() (*Topology, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidTopology, err)
 	}
 	b.built = true
-	return &Topology{graph: g}, nil
+	companions := map[string]bool{}
+	for name, sd := range b.stores {
+		if sd.companion {
+			companions[name] = true
+		}
+	}
+	return &Topology{graph: g, companions: companions}, nil
 }
 
 // compile groups nodes into sub-topologies: nodes linked by parent/child

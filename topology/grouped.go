@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/serde"
@@ -111,26 +112,34 @@ func aggregateWith[K, V, VA any](g Grouped[K, V], prefix string, vas serde.Serde
 	n := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
-			return &aggregateProc[K, V, VA]{store: store, ks: ks, vas: vas, step: step}
+			return &aggregateProc[K, V, VA]{store: store, timestamps: store + "-timestamps", ks: ks, vas: vas, step: step}
 		},
 	}, prefix, cfg, in.node)
 	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindKeyValue, Logged: true}, n)
+	b.timestampsOf(store)
 	queryable(b, store, in.ks, vas)
 	return Table[K, VA]{b: b, node: n, ks: in.ks, vs: vas, store: store}
 }
 
-// aggregateProc keeps one aggregate per key in a key-value store.
+// aggregateProc keeps one aggregate per key in a key-value store, and
+// beside it the largest record timestamp of the key: as in Kafka Streams,
+// each update is stamped with it.
 type aggregateProc[K, V, VA any] struct {
-	store string
-	ks    serde.Serde[K]
-	vas   serde.Serde[VA]
-	step  func(k K, v V, agg VA, found bool) VA
-	kv    *statestore.KV[K, VA]
+	store      string
+	timestamps string
+	ks         serde.Serde[K]
+	vas        serde.Serde[VA]
+	step       func(k K, v V, agg VA, found bool) VA
+	kv         *statestore.KV[K, VA]
+	ts         *statestore.KV[K, int64]
 }
 
 func (p *aggregateProc[K, V, VA]) Init(ctx processor.Context[any, any]) error {
 	kv, err := processor.KeyValueStore(ctx, p.store, p.ks, p.vas)
 	p.kv = kv
+	if err == nil {
+		p.ts, err = processor.KeyValueStore(ctx, p.timestamps, p.ks, serde.Int64())
+	}
 	return err
 }
 
@@ -147,10 +156,19 @@ func (p *aggregateProc[K, V, VA]) Process(ctx processor.Context[any, any], r pro
 	if err != nil {
 		return fmt.Errorf("topology: aggregate %q: %w", p.store, err)
 	}
+	prev, _, err := p.ts.Get(tr.Key)
+	if err != nil {
+		return fmt.Errorf("topology: aggregate %q: %w", p.store, err)
+	}
+	ts := stamp(r.Timestamp.UnixMilli(), prev, found)
 	agg = p.step(tr.Key, tr.Value, agg, found)
 	if err := p.kv.Put(tr.Key, agg); err != nil {
 		return fmt.Errorf("topology: aggregate %q: %w", p.store, err)
 	}
+	if err := p.ts.Put(tr.Key, ts); err != nil {
+		return fmt.Errorf("topology: aggregate %q: %w", p.store, err)
+	}
 	r.Value = agg
+	r.Timestamp = time.UnixMilli(ts)
 	return ctx.Forward(r)
 }

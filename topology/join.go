@@ -109,21 +109,26 @@ func JoinTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], joiner func(K
 		b.failf("JoinTables: both tables must be materialized; give them Materialized(name)")
 	}
 	ks := a.ks
+	// A result is stamped with the later of the two sides' timestamps, as
+	// in Kafka Streams: each table keeps its keys' timestamps beside it.
+	aTS, cTS := b.timestampsOf(a.store), b.timestampsOf(c.store)
 	left := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
-			return &tableJoinSide[K, V1, V2, VR]{other: c.store, ks: ks, vos: c.vs, join: joiner}
+			return &tableJoinSide[K, V1, V2, VR]{other: c.store, otherTS: cTS, ks: ks, vos: c.vs, join: joiner}
 		},
 	}, "KTABLE-JOINTHIS", config{}, a.node)
 	b.connectStore(left, c.store)
+	b.connectStore(left, cTS)
 	right := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
-			return &tableJoinSide[K, V2, V1, VR]{other: a.store, ks: ks, vos: a.vs,
+			return &tableJoinSide[K, V2, V1, VR]{other: a.store, otherTS: aTS, ks: ks, vos: a.vs,
 				join: func(k K, v2 V2, v1 V1) VR { return joiner(k, v1, v2) }}
 		},
 	}, "KTABLE-JOINOTHER", config{}, c.node)
 	b.connectStore(right, a.store)
+	b.connectStore(right, aTS)
 	merge := b.stateless("KTABLE-MERGE", cfg, forwardAll, left, right)
 	out := Table[K, VR]{b: b, node: merge, ks: a.ks, vs: inferSerde[VR]()}
 	if cfg.store != "" {
@@ -135,16 +140,21 @@ func JoinTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], joiner func(K
 // tableJoinSide handles the updates of one side of a table-table join,
 // looking the key up in the other side's store.
 type tableJoinSide[K, V, VO, VR any] struct {
-	other string
-	ks    serde.Serde[K]
-	vos   serde.Serde[VO]
-	join  func(K, V, VO) VR
-	kv    *statestore.KV[K, VO]
+	other   string
+	otherTS string // the other side's timestamps
+	ks      serde.Serde[K]
+	vos     serde.Serde[VO]
+	join    func(K, V, VO) VR
+	kv      *statestore.KV[K, VO]
+	ts      *statestore.KV[K, int64]
 }
 
 func (p *tableJoinSide[K, V, VO, VR]) Init(ctx processor.Context[any, any]) error {
 	kv, err := processor.KeyValueStore(ctx, p.other, p.ks, p.vos)
 	p.kv = kv
+	if err == nil {
+		p.ts, err = processor.KeyValueStore(ctx, p.otherTS, p.ks, serde.Int64())
+	}
 	return err
 }
 
@@ -163,6 +173,11 @@ func (p *tableJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any, any], r
 	}
 	if !found {
 		return nil
+	}
+	if ts, ok, err := p.ts.Get(k); err != nil {
+		return fmt.Errorf("topology: join with %q: %w", p.other, err)
+	} else if ok && ts > r.Timestamp.UnixMilli() {
+		r.Timestamp = time.UnixMilli(ts)
 	}
 	if r.Value == nil {
 		return ctx.Forward(r) // this side deleted: the result is deleted

@@ -66,7 +66,11 @@ func (t Table[K, V]) materialize(prefix, store string) Table[K, V] {
 	n := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
-			return &materializeProc[K, V]{store: store, ks: ks, vs: vs}
+			proc := &materializeProc[K, V]{store: store, ks: ks, vs: vs}
+			if ts := store + "-timestamps"; b.hasStore(ts) { // the table is joined with another
+				proc.timestamps = ts
+			}
+			return proc
 		},
 	}, prefix+"-MATERIALIZE", config{}, t.node)
 	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindKeyValue, Logged: true}, n)
@@ -75,17 +79,23 @@ func (t Table[K, V]) materialize(prefix, store string) Table[K, V] {
 	return t
 }
 
-// materializeProc stores each table update and forwards it.
+// materializeProc stores each table update and forwards it; when the
+// table is joined with another, it also keeps each key's timestamp.
 type materializeProc[K, V any] struct {
-	store string
-	ks    serde.Serde[K]
-	vs    serde.Serde[V]
-	kv    *statestore.KV[K, V]
+	store      string
+	timestamps string // "" unless the table is joined with another
+	ks         serde.Serde[K]
+	vs         serde.Serde[V]
+	kv         *statestore.KV[K, V]
+	ts         *statestore.KV[K, int64]
 }
 
 func (p *materializeProc[K, V]) Init(ctx processor.Context[any, any]) error {
 	kv, err := processor.KeyValueStore(ctx, p.store, p.ks, p.vs)
 	p.kv = kv
+	if err == nil && p.timestamps != "" {
+		p.ts, err = processor.KeyValueStore(ctx, p.timestamps, p.ks, serde.Int64())
+	}
 	return err
 }
 
@@ -102,6 +112,11 @@ func (p *materializeProc[K, V]) Process(ctx processor.Context[any, any], r proce
 		if err := p.kv.Delete(k); err != nil {
 			return fmt.Errorf("topology: table %q: %w", p.store, err)
 		}
+		if p.ts != nil {
+			if err := p.ts.Delete(k); err != nil {
+				return fmt.Errorf("topology: table %q: %w", p.store, err)
+			}
+		}
 		return ctx.Forward(r)
 	}
 	v, err := processor.As[V](r.Value)
@@ -110,6 +125,11 @@ func (p *materializeProc[K, V]) Process(ctx processor.Context[any, any], r proce
 	}
 	if err := p.kv.Put(k, v); err != nil {
 		return fmt.Errorf("topology: table %q: %w", p.store, err)
+	}
+	if p.ts != nil {
+		if err := p.ts.Put(k, r.Timestamp.UnixMilli()); err != nil {
+			return fmt.Errorf("topology: table %q: %w", p.store, err)
+		}
 	}
 	return ctx.Forward(r)
 }

@@ -11,6 +11,10 @@ import (
 // topologytest.New tests. It is immutable and safe for concurrent use.
 type Topology struct {
 	graph *processor.Graph
+	// companions are the stores weir keeps beside another (the
+	// "-timestamps" stores): Kafka Streams keeps their contents in the
+	// store itself, so Describe does not list them.
+	companions map[string]bool
 }
 
 // Graph returns the compiled graph engines instantiate tasks from.
@@ -61,7 +65,13 @@ func (t *Topology) Describe() string {
 			case processor.KindSource:
 				fmt.Fprintf(&sb, "    Source: %s (topics: %s)\n", n.Name, refList(n.Topics))
 			case processor.KindProcessor:
-				fmt.Fprintf(&sb, "    Processor: %s (stores: [%s])\n", n.Name, strings.Join(n.Stores, ", "))
+				var stores []string
+				for _, s := range n.Stores {
+					if !t.companions[s] {
+						stores = append(stores, s)
+					}
+				}
+				fmt.Fprintf(&sb, "    Processor: %s (stores: [%s])\n", n.Name, strings.Join(stores, ", "))
 			case processor.KindSink:
 				fmt.Fprintf(&sb, "    Sink: %s (topic: %s)\n", n.Name, n.Topic)
 			}

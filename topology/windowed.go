@@ -103,6 +103,9 @@ func windowAggregate[K, V, VA any](wg WindowedGrouped[K, V], prefix string, vas 
 	retention := wg.w.retention()
 	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindWindow, Retention: retention, Logged: true}, n)
 	b.addStore(statestore.Spec{Name: p.timestamps, Kind: statestore.KindWindow, Retention: retention, Logged: true}, n)
+	if sd, ok := b.stores[p.timestamps]; ok {
+		sd.companion = true
+	}
 	queryable(b, store, in.ks, vas)
 	if cfg.emitFinal {
 		b.addStore(statestore.Spec{Name: p.positions, Kind: statestore.KindKeyValue, Logged: true}, n)
