@@ -59,8 +59,8 @@ type nodeDef struct {
 type storeDef struct {
 	spec      statestore.Spec
 	owner     *nodeDef
-	companion bool // kept beside another store (see timestampsOf)
-	codec *processor.StoreCodec // for interactive queries; nil if unknown
+	companion bool                  // kept beside another store (see timestampsOf)
+	codec     *processor.StoreCodec // for interactive queries; nil if unknown
 }
 
 // failf records a build error.
