@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/weirstream/weir/processor"
@@ -219,9 +220,12 @@ func (w JoinWindows) retention() int64 {
 // JoinStreams joins two streams within a time window (an inner join): each
 // pair of records with the same key whose timestamps are within the window
 // yields joiner(k, v1, v2), stamped with the later of the two timestamps.
-// Each side is kept in a window store for the window plus grace; records
-// older than that when they arrive are dropped and counted under
-// processor.MetricDroppedExpired.
+//
+// As in Kafka Streams 4.4, each side keeps its records in a window store
+// for before + after + grace, measured from the largest timestamp stored on
+// that side; a record is never dropped for being late: it joins whatever
+// the other side still holds, and is kept itself only while within its own
+// side's retention.
 func JoinStreams[K, V1, V2, VR any](a Stream[K, V1], c Stream[K, V2], joiner func(K, V1, V2) VR, w JoinWindows, opts ...Option) Stream[K, VR] {
 	b := a.b
 	cfg := newConfig(opts)
@@ -242,18 +246,19 @@ func JoinStreams[K, V1, V2, VR any](a Stream[K, V1], c Stream[K, V2], joiner fun
 	thisStore, otherStore := name+"-this-store", name+"-other-store"
 	ks, v1s, v2s := left.ks, left.vs, right.vs
 	before, after := w.before.Milliseconds(), w.after.Milliseconds()
+	clocks := newJoinClocks()
 	ln := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
 			return &streamJoinSide[K, V1, V2, VR]{own: thisStore, other: otherStore, ks: ks, vs: v1s, vos: v2s,
-				before: before, after: after, retention: w.retention(), join: joiner}
+				before: before, after: after, retention: w.retention(), join: joiner, clocks: clocks, side: 0}
 		},
 	}, "", config{name: name + "-this"}, left.node)
 	rn := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
 			return &streamJoinSide[K, V2, V1, VR]{own: otherStore, other: thisStore, ks: ks, vs: v2s, vos: v1s,
-				before: after, after: before, retention: w.retention(),
+				before: after, after: before, retention: w.retention(), clocks: clocks, side: 1,
 				join: func(k K, v2 V2, v1 V1) VR { return joiner(k, v1, v2) }}
 		},
 	}, "", config{name: name + "-other"}, right.node)
@@ -270,6 +275,44 @@ func JoinStreams[K, V1, V2, VR any](a Stream[K, V1], c Stream[K, V2], joiner fun
 	return Stream[K, VR]{b: b, node: merge, ks: left.ks, vs: inferSerde[VR]()}
 }
 
+// joinClocks holds, per task, the largest timestamp stored on each side of
+// a stream-stream join: a side reads the other's (Kafka Streams' window
+// stores each track their own). The two sides of one task share an entry;
+// tasks of different partitions may run concurrently.
+type joinClocks struct {
+	mu    sync.Mutex
+	tasks map[processor.TaskID]*joinClock
+}
+
+type joinClock struct {
+	observed [2]int64 // per side; -1 before its first record
+	refs     int
+}
+
+func newJoinClocks() *joinClocks { return &joinClocks{tasks: map[processor.TaskID]*joinClock{}} }
+
+func (c *joinClocks) acquire(id processor.TaskID) *joinClock {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	jc, ok := c.tasks[id]
+	if !ok {
+		jc = &joinClock{observed: [2]int64{-1, -1}}
+		c.tasks[id] = jc
+	}
+	jc.refs++
+	return jc
+}
+
+func (c *joinClocks) release(id processor.TaskID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if jc, ok := c.tasks[id]; ok {
+		if jc.refs--; jc.refs <= 0 {
+			delete(c.tasks, id)
+		}
+	}
+}
+
 // streamJoinSide stores the records of one side of a stream-stream join and
 // joins each with the other side's records in the window.
 type streamJoinSide[K, V, VO, VR any] struct {
@@ -280,7 +323,11 @@ type streamJoinSide[K, V, VO, VR any] struct {
 	before, after int64
 	retention     int64
 	join          func(K, V, VO) VR
+	clocks        *joinClocks
+	side          int // 0 this (left), 1 other (right)
 
+	task                 processor.TaskID
+	clock                *joinClock // shared by both sides of the task; one goroutine owns a task
 	ownStore, otherStore statestore.WindowStore
 	expired              int64
 }
@@ -300,6 +347,17 @@ func (p *streamJoinSide[K, V, VO, VR]) Init(ctx processor.Context[any, any]) err
 		}
 		*x.dst = ws
 	}
+	p.task = ctx.TaskID()
+	p.clock = p.clocks.acquire(p.task)
+	return nil
+}
+
+// Close releases the task's shared clock.
+func (p *streamJoinSide[K, V, VO, VR]) Close() error {
+	if p.clock != nil {
+		p.clocks.release(p.task)
+		p.clock = nil
+	}
 	return nil
 }
 
@@ -313,15 +371,12 @@ func (p *streamJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any, any], 
 		return err
 	}
 	ts := r.Timestamp.UnixMilli()
-	stream := ctx.StreamTime().UnixMilli()
-	if ts < stream-p.retention {
-		ctx.Count(processor.MetricDroppedExpired, 1)
-		return nil
-	}
+	obs := &p.clock.observed[p.side]
+	*obs = max(*obs, ts)
 	if err := p.process(ctx, r, tr, ts); err != nil {
 		return fmt.Errorf("topology: stream join %q: %w", p.own, err)
 	}
-	if cutoff := stream - p.retention; cutoff > p.expired {
+	if cutoff := *obs - p.retention; cutoff > p.expired {
 		p.expired = cutoff
 		if err := p.ownStore.ExpireBefore(time.UnixMilli(cutoff)); err != nil {
 			return err
@@ -339,10 +394,23 @@ func (p *streamJoinSide[K, V, VO, VR]) process(ctx processor.Context[any, any], 
 	if err != nil {
 		return err
 	}
-	if err := keepValue(p.ownStore, kb, ts, vb); err != nil {
-		return err
+	// A record older than its side's retention is not kept (it would not
+	// be read), but it still joins.
+	if ts > p.clock.observed[p.side]-p.retention {
+		if err := keepValue(p.ownStore, kb, ts, vb); err != nil {
+			return err
+		}
 	}
-	it, err := p.otherStore.Fetch(kb, time.UnixMilli(ts-p.before), time.UnixMilli(ts+p.after))
+	// The other side's records within its retention.
+	from := max(0, ts-p.before)
+	if o := p.clock.observed[1-p.side]; o >= 0 {
+		from = max(from, o-p.retention+1)
+	}
+	to := max(0, ts+p.after)
+	if to < from {
+		return nil
+	}
+	it, err := p.otherStore.Fetch(kb, time.UnixMilli(from), time.UnixMilli(to))
 	if err != nil {
 		return err
 	}
