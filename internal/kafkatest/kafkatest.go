@@ -58,6 +58,10 @@ type Env struct {
 	Name string
 	// Brokers are the bootstrap addresses.
 	Brokers []string
+	// ClientOpts are added to every client of the helpers that take an
+	// Env: TLS and SASL for a secured cluster (kgo.DialTLSConfig,
+	// kgo.SASL). None by default.
+	ClientOpts []kgo.Opt
 
 	broker *embedded.Broker // nil on a real cluster
 }
@@ -169,7 +173,7 @@ func client(t testing.TB, env *Env, opts ...kgo.Opt) *kgo.Client {
 		// kgo waits MetadataMinAge (5 s) before reloading metadata it
 		// found lacking, e.g. a topic created a moment ago elsewhere.
 		kgo.MetadataMinAge(50 * time.Millisecond),
-	}, opts...)...)
+	}, append(append([]kgo.Opt(nil), env.ClientOpts...), opts...)...)...)
 	require.NoError(t, err)
 	return cl
 }

@@ -70,7 +70,7 @@ func DeleteTopicAtEnd(t testing.TB, env *Env, name string) {
 }
 
 func deleteTopic(env *Env, name string) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(env.Brokers...)}, env.ClientOpts...)...)
 	if err != nil {
 		return
 	}

@@ -1,0 +1,375 @@
+package weir_test
+
+import (
+	"context"
+	"crypto/pbkdf2"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/sha512"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/microbatch"
+)
+
+// The secured tests run weir against the secured broker of
+// scripts/kafka/start-secure.sh (SASL_SSL, SSL with client certificates,
+// the StandardAuthorizer with no ACL allowing everything). They read its
+// env-style lines from the environment and skip when they are not set:
+//
+//	set -a; source scripts/kafka/run-secure/secure.env; set +a
+//	go test -count=1 -run TestSecured -v .
+//
+// The verifier (input producer, output reader, ACL and user admin) is the
+// super user admin through franz-go, not weir's sarama clients.
+
+// securedBroker is the secured broker and its credentials.
+type securedBroker struct {
+	saslBrokers, sslBrokers  []string
+	ca                       *x509.CertPool
+	caFile                   string
+	cert                     tls.Certificate
+	adminUser, adminPassword string
+	user, password           string // a PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 user with no ACLs
+}
+
+func secured(t *testing.T) *securedBroker {
+	t.Helper()
+	env := func(k string) string {
+		v := os.Getenv(k)
+		if v == "" {
+			t.Skipf("%s not set: start scripts/kafka/start-secure.sh and source its run-secure/secure.env", k)
+		}
+		return v
+	}
+	s := &securedBroker{
+		saslBrokers:   strings.Split(env("KAFKA_SASL_SSL_BROKERS"), ","),
+		sslBrokers:    strings.Split(env("KAFKA_SSL_BROKERS"), ","),
+		caFile:        env("KAFKA_TLS_CA"),
+		adminUser:     env("KAFKA_ADMIN_USER"),
+		adminPassword: env("KAFKA_ADMIN_PASSWORD"),
+		user:          env("KAFKA_SASL_USER"),
+		password:      env("KAFKA_SASL_PASSWORD"),
+	}
+	pem, err := os.ReadFile(s.caFile)
+	require.NoError(t, err)
+	s.ca = x509.NewCertPool()
+	require.True(t, s.ca.AppendCertsFromPEM(pem), "no certificate in %s", s.caFile)
+	s.cert, err = tls.LoadX509KeyPair(env("KAFKA_TLS_CERT"), env("KAFKA_TLS_KEY"))
+	require.NoError(t, err)
+	return s
+}
+
+// tlsConfig verifies the broker's certificate with the test CA.
+func (s *securedBroker) tlsConfig() *tls.Config {
+	return &tls.Config{RootCAs: s.ca, MinVersion: tls.VersionTLS12}
+}
+
+// mtlsConfig also presents the client certificate (principal
+// User:weir-client).
+func (s *securedBroker) mtlsConfig() *tls.Config {
+	c := s.tlsConfig()
+	c.Certificates = []tls.Certificate{s.cert}
+	return c
+}
+
+// admin is the verifier's environment: the super user over SASL_SSL with
+// SCRAM-SHA-512.
+func (s *securedBroker) admin() *kafkatest.Env {
+	return &kafkatest.Env{Name: "secured", Brokers: s.saslBrokers, ClientOpts: []kgo.Opt{
+		kgo.DialTLSConfig(s.tlsConfig()),
+		kgo.SASL(scram.Auth{User: s.adminUser, Pass: s.adminPassword}.AsSha512Mechanism()),
+	}}
+}
+
+func (s *securedBroker) adminClient(t *testing.T) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.saslBrokers...)}, s.admin().ClientOpts...)...)
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func adminCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func randomSuffix() string {
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newSCRAMUser creates a user with a random name and password for
+// mechanism (kmsg: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512) through the admin API
+// (AlterUserScramCredentials), deleted when the test ends.
+func (s *securedBroker) newSCRAMUser(t *testing.T, use512 bool) (user, password string) {
+	t.Helper()
+	user, password = "weir-test-"+randomSuffix(), randomSuffix()+randomSuffix()
+	mech, hash, size := int8(1), sha256.New, sha256.Size
+	if use512 {
+		mech, hash, size = 2, sha512.New, sha512.Size
+	}
+	salt := []byte(randomSuffix())
+	salted, err := pbkdf2.Key(hash, password, salt, 4096, size)
+	require.NoError(t, err)
+	cl := s.adminClient(t)
+	req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	up := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
+	up.Name, up.Mechanism, up.Iterations, up.Salt, up.SaltedPassword = user, mech, 4096, salt, salted
+	req.Upsertions = append(req.Upsertions, up)
+	resp, err := req.RequestWith(adminCtx(t), cl)
+	require.NoError(t, err)
+	for _, r := range resp.Results {
+		require.NoError(t, kerr.ErrorForCode(r.ErrorCode), "create SCRAM user %s", r.User)
+	}
+	t.Cleanup(func() {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.saslBrokers...)}, s.admin().ClientOpts...)...)
+		if err != nil {
+			return
+		}
+		defer cl.Close()
+		del := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+		d := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
+		d.Name, d.Mechanism = user, mech
+		del.Deletions = append(del.Deletions, d)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = del.RequestWith(ctx, cl)
+	})
+	return user, password
+}
+
+// aclEntry is one ACL allowing an operation on a resource (to the
+// application's principal, from any host).
+type aclEntry struct {
+	resource kmsg.ACLResourceType
+	name     string
+	prefixed bool
+	op       kmsg.ACLOperation
+}
+
+func (a aclEntry) String() string {
+	pattern := "literal"
+	if a.prefixed {
+		pattern = "prefixed"
+	}
+	return fmt.Sprintf("%s %s %q: %s", a.resource, pattern, a.name, a.op)
+}
+
+// requiredACLs is the minimal set of ACLs an application with id appID
+// that reads inputs and writes outputs needs, under either guarantee (the
+// list of docs/security.md):
+//
+//   - topics prefixed "<appID>-" (repartition and changelog topics): Create,
+//     Describe, DescribeConfigs, Read, Write;
+//   - the group <appID>: Read, Describe;
+//   - the input topics: Read, Describe;
+//   - the output topics: Write, Describe;
+//   - exactly-once only: transactional ids prefixed "<appID>-": Write,
+//     Describe.
+//
+// No cluster ACL: Kafka 3.0+ implies IdempotentWrite from Write on a topic
+// or a transactional id (KIP-679).
+func requiredACLs(appID string, exactlyOnce bool, inputs, outputs []string) []aclEntry {
+	var out []aclEntry
+	for _, op := range []kmsg.ACLOperation{kmsg.ACLOperationCreate, kmsg.ACLOperationDescribe,
+		kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationRead, kmsg.ACLOperationWrite} {
+		out = append(out, aclEntry{kmsg.ACLResourceTypeTopic, appID + "-", true, op})
+	}
+	out = append(out,
+		aclEntry{kmsg.ACLResourceTypeGroup, appID, false, kmsg.ACLOperationRead},
+		aclEntry{kmsg.ACLResourceTypeGroup, appID, false, kmsg.ACLOperationDescribe})
+	for _, in := range inputs {
+		out = append(out,
+			aclEntry{kmsg.ACLResourceTypeTopic, in, false, kmsg.ACLOperationRead},
+			aclEntry{kmsg.ACLResourceTypeTopic, in, false, kmsg.ACLOperationDescribe})
+	}
+	for _, o := range outputs {
+		out = append(out,
+			aclEntry{kmsg.ACLResourceTypeTopic, o, false, kmsg.ACLOperationWrite},
+			aclEntry{kmsg.ACLResourceTypeTopic, o, false, kmsg.ACLOperationDescribe})
+	}
+	if exactlyOnce {
+		out = append(out,
+			aclEntry{kmsg.ACLResourceTypeTransactionalId, appID + "-", true, kmsg.ACLOperationWrite},
+			aclEntry{kmsg.ACLResourceTypeTransactionalId, appID + "-", true, kmsg.ACLOperationDescribe})
+	}
+	return out
+}
+
+// grant creates the ACLs for principal ("User:<name>") and waits until the
+// broker's authorizer has them; they are deleted when the test ends.
+func (s *securedBroker) grant(t *testing.T, principal string, acls []aclEntry) {
+	t.Helper()
+	cl := s.adminClient(t)
+	req := kmsg.NewPtrCreateACLsRequest()
+	for _, a := range acls {
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.Principal, c.Host = a.resource, a.name, principal, "*"
+		c.ResourcePatternType = kmsg.ACLResourcePatternTypeLiteral
+		if a.prefixed {
+			c.ResourcePatternType = kmsg.ACLResourcePatternTypePrefixed
+		}
+		c.Operation, c.PermissionType = a.op, kmsg.ACLPermissionTypeAllow
+		req.Creations = append(req.Creations, c)
+	}
+	resp, err := req.RequestWith(adminCtx(t), cl)
+	require.NoError(t, err)
+	for i, r := range resp.Results {
+		require.NoError(t, kerr.ErrorForCode(r.ErrorCode), "create ACL %v", acls[i])
+	}
+	t.Cleanup(func() { s.revokeAll(principal) })
+	// Describe asks the broker's own authorizer: once it lists them all,
+	// requests are checked against them.
+	require.Eventually(t, func() bool {
+		d := kmsg.NewPtrDescribeACLsRequest()
+		d.ResourceType = kmsg.ACLResourceTypeAny
+		d.ResourcePatternType = kmsg.ACLResourcePatternTypeAny
+		d.Principal = kmsg.StringPtr(principal)
+		d.Operation = kmsg.ACLOperationAny
+		d.PermissionType = kmsg.ACLPermissionTypeAny
+		dr, err := d.RequestWith(adminCtx(t), cl)
+		if err != nil || dr.ErrorCode != 0 {
+			return false
+		}
+		n := 0
+		for _, r := range dr.Resources {
+			n += len(r.ACLs)
+		}
+		return n >= len(acls)
+	}, 20*time.Second, 50*time.Millisecond, "the ACLs of %s never showed", principal)
+}
+
+// revokeAll deletes every ACL of principal.
+func (s *securedBroker) revokeAll(principal string) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.saslBrokers...)}, s.admin().ClientOpts...)...)
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDeleteACLsRequest()
+	f := kmsg.NewDeleteACLsRequestFilter()
+	f.ResourceType = kmsg.ACLResourceTypeAny
+	f.ResourcePatternType = kmsg.ACLResourcePatternTypeAny
+	f.Principal = kmsg.StringPtr(principal)
+	f.Operation = kmsg.ACLOperationAny
+	f.PermissionType = kmsg.ACLPermissionTypeAny
+	req.Filters = append(req.Filters, f)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _ = req.RequestWith(ctx, cl)
+}
+
+// securedRun is one word count through weir's public options.
+type securedRun struct {
+	brokers   []string
+	principal string        // "User:<name>", granted requiredACLs
+	security  []weir.Option // WithTLS, WithSASL
+	micro     bool
+	exactly   bool
+}
+
+func (r securedRun) options() []weir.Option {
+	opts := slices.Clone(r.security)
+	if r.exactly {
+		opts = append(opts, weir.WithGuarantee(weir.ExactlyOnce))
+	}
+	if r.micro {
+		opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: 100}))
+	}
+	return opts
+}
+
+// runSecuredWordCount counts words with one instance, adds a second one
+// (a standby, serving queries), stops the first — the second restores its
+// partitions from the changelog or its standby copies and answers a query
+// through the group's description — and checks that every word's counts
+// are 1, 2, ..., n on the output.
+func runSecuredWordCount(t *testing.T, s *securedBroker, r securedRun) {
+	admin := s.admin()
+	in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+	kafkatest.CreateTopic(t, admin, in, 4)
+	kafkatest.CreateTopic(t, admin, out, 4)
+	appID := "secured-" + randomSuffix()
+	s.grant(t, r.principal, requiredACLs(appID, r.exactly, []string{in}, []string{out}))
+	topo := wordCountTopology(t, in, out)
+	appEnv := &kafkatest.Env{Name: "secured", Brokers: r.brokers}
+	vocab := []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta"}
+	want := map[string]int64{}
+
+	a := startInstance(t, topo, appEnv, appID, r.options()...)
+	produceLines(t, admin, in, 0, 100, vocab, want)
+	waitForCounts(t, admin, out, want)
+
+	b := startInstance(t, topo, appEnv, appID, append(r.options(), weir.WithStandbyReplicas(), weir.WithHTTP("127.0.0.1:0"))...)
+	produceLines(t, admin, in, 100, 100, vocab, want)
+	waitForCounts(t, admin, out, want)
+	require.NoError(t, a.stop(t))
+
+	produceLines(t, admin, in, 200, 100, vocab, want)
+	seen := waitForCounts(t, admin, out, want)
+	addr := httpAddrs(t, b)[0]
+	require.Eventually(t, func() bool { return answersEverywhere(t, []string{addr}, want) },
+		30*time.Second, 100*time.Millisecond, "queries on the remaining instance")
+	require.NoError(t, b.stop(t))
+	requireExact(t, want, seen)
+}
+
+// TestSecuredWordCount runs word count with exactly the documented ACLs,
+// in both modes under both guarantees over SASL_SSL with SCRAM-SHA-512,
+// and over SCRAM-SHA-256, PLAIN and mutual TLS.
+func TestSecuredWordCount(t *testing.T) {
+	s := secured(t)
+	scram512 := func(t *testing.T) (string, []weir.Option) {
+		user, pw := s.newSCRAMUser(t, true)
+		return "User:" + user, []weir.Option{weir.WithTLS(s.tlsConfig()), weir.WithSASL("SCRAM-SHA-512", user, pw)}
+	}
+	for _, tc := range []struct {
+		name         string
+		micro, exact bool
+		brokers      []string
+		security     func(t *testing.T) (principal string, opts []weir.Option)
+	}{
+		{"SCRAM-SHA-512/continuous/exactly-once", false, true, s.saslBrokers, scram512},
+		{"SCRAM-SHA-512/continuous/at-least-once", false, false, s.saslBrokers, scram512},
+		{"SCRAM-SHA-512/micro-batch/exactly-once", true, true, s.saslBrokers, scram512},
+		{"SCRAM-SHA-512/micro-batch/at-least-once", true, false, s.saslBrokers, scram512},
+		{"SCRAM-SHA-256/continuous/exactly-once", false, true, s.saslBrokers, func(t *testing.T) (string, []weir.Option) {
+			user, pw := s.newSCRAMUser(t, false)
+			return "User:" + user, []weir.Option{weir.WithTLS(s.tlsConfig()), weir.WithSASL("SCRAM-SHA-256", user, pw)}
+		}},
+		{"PLAIN/micro-batch/exactly-once", true, true, s.saslBrokers, func(*testing.T) (string, []weir.Option) {
+			return "User:" + s.user, []weir.Option{weir.WithTLS(s.tlsConfig()), weir.WithSASL("PLAIN", s.user, s.password)}
+		}},
+		{"mTLS/continuous/exactly-once", false, true, s.sslBrokers, func(*testing.T) (string, []weir.Option) {
+			return "User:weir-client", []weir.Option{weir.WithTLS(s.mtlsConfig())}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			principal, opts := tc.security(t)
+			runSecuredWordCount(t, s, securedRun{
+				brokers: tc.brokers, principal: principal, security: opts, micro: tc.micro, exactly: tc.exact,
+			})
+		})
+	}
+}
+
+
