@@ -371,5 +371,3 @@ func TestSecuredWordCount(t *testing.T) {
 		})
 	}
 }
-
-
