@@ -38,6 +38,7 @@ type App struct {
 	// metrics outlive runs; progress keeps the last reports for /progress.
 	metrics  *metrics.Metrics
 	progress *query.Ring
+	state    *stateTracker
 	httpAddr atomic.Pointer[string]
 }
 
@@ -103,10 +104,12 @@ func New(topo *topology.Topology, opts ...Option) (*App, error) {
 	if err := kc.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	m := metrics.New(cfg.applicationID, cfg.mode.String(), cfg.guarantee.String())
 	return &App{
 		topo: topo, cfg: cfg,
-		metrics:  metrics.New(cfg.applicationID, cfg.mode.String(), cfg.guarantee.String()),
+		metrics:  m,
 		progress: query.NewRing(cfg.progressReports),
+		state:    newStateTracker(cfg.stateListener, m),
 	}, nil
 }
 
@@ -127,6 +130,18 @@ func (a *App) Run(ctx context.Context) error {
 		return ErrRunning
 	}
 	defer a.running.Store(false)
+	a.state.set(Starting, nil)
+	err := a.run(ctx)
+	if err != nil {
+		a.state.set(Failed, err)
+	} else {
+		a.state.set(Stopped, nil)
+	}
+	return err
+}
+
+// run is Run once it runs alone.
+func (a *App) run(ctx context.Context) error {
 	if err := os.MkdirAll(a.cfg.stateDir, 0o755); err != nil {
 		return fmt.Errorf("weir: state dir: %w", err)
 	}
@@ -143,7 +158,7 @@ func (a *App) Run(ctx context.Context) error {
 		Logger: a.cfg.logger, BadRecords: a.cfg.badRecords, Clock: a.cfg.clock,
 		SessionTimeout: a.cfg.sessionTimeout, HeartbeatInterval: a.cfg.heartbeatInterval,
 		InstanceID: a.cfg.instanceID, StateDir: a.cfg.stateDir, StagingLimit: a.cfg.stagingLimit,
-		Standbys: a.cfg.standbys, Hooks: a.metrics.Hooks(),
+		Standbys: a.cfg.standbys, Hooks: joinHooks(a.metrics.Hooks(), a.state.hooks()),
 		InternalTopics:  runtime.TopicSettings{ReplicationFactor: a.cfg.replication, Config: a.cfg.topicConfig},
 		CreateSinks:     a.cfg.createSinks,
 		SkipSinkTopics:  a.cfg.mode == MicroBatch && a.cfg.microBatch.ForEachBatch != nil,
@@ -161,6 +176,11 @@ func (a *App) Run(ctx context.Context) error {
 	a.cfg.logger.Info("weir: starting", "application", a.cfg.applicationID, "mode", a.cfg.mode.String(),
 		"guarantee", a.cfg.guarantee.String())
 	runErr := a.runEngine(ctx, rt, txnID)
+	if runErr != nil {
+		// Failed while /healthz still answers: the shutdown may take a
+		// while (leaving the group, closing the producer).
+		a.state.set(Failed, runErr)
+	}
 	stopHTTP()
 	closeErr := rt.Close()
 	if runErr != nil {

@@ -99,6 +99,7 @@ func (a *App) serveHTTP(rt *runtime.Runtime) (stop func(), err error) {
 	h, err := query.NewHandler(query.Config{
 		Runtime: rt, Members: rt.GroupMembers, Self: adv, Metrics: a.metrics.Handler(),
 		Progress: a.progress.Snapshot, Logger: a.cfg.logger,
+		Health: func() query.Health { return a.health(rt) },
 	})
 	if err != nil {
 		_ = ln.Close()
@@ -123,4 +124,32 @@ func (a *App) serveHTTP(rt *runtime.Runtime) (stop func(), err error) {
 		wg.Wait()
 		a.httpAddr.Store(nil)
 	}, nil
+}
+
+// health is the App's state as /healthz and /readyz report it: ready only
+// while Running, healthy unless Failed.
+func (a *App) health(rt *runtime.Runtime) query.Health {
+	st := a.State()
+	h := query.Health{
+		State: st.State.String(), Ready: st.Ready(), Healthy: st.Healthy(),
+		Since: st.Since.UTC().Format(time.RFC3339Nano), RestoringTasks: rt.Restoring(),
+	}
+	if st.Err != nil {
+		h.Error = st.Err.Error()
+	}
+	switch st.State {
+	case Starting:
+		h.Reason = "starting: preflight, topics, producer"
+	case Rebalancing:
+		h.Reason = "joining the consumer group: waiting for partitions"
+	case Restoring:
+		h.Reason = "restoring state stores"
+	case Retrying:
+		h.Reason = "the last epoch or batch did not commit; retrying"
+	case Failed:
+		h.Reason = "failed"
+	case Stopped:
+		h.Reason = "stopped"
+	}
+	return h
 }

@@ -40,6 +40,7 @@ type config struct {
 	replication       int16
 	topicConfig       map[string]string
 	createSinks       *runtime.SinkTopics
+	stateListener     func(State, Status)
 }
 
 type sasl struct{ mechanism, user, password string }

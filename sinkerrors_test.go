@@ -2,8 +2,10 @@ package weir_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,10 +32,35 @@ func TestDeletedSinkTopicStopsRun(t *testing.T) {
 				kafkatest.CreateTopic(t, env, out, 2)
 				var errs errorLog
 				inst := startInstance(t, wordCountTopology(t, in, out), env, kafkatest.GroupID(t),
-					weir.WithGuarantee(g), weir.WithErrorHandler(errs.add))
+					weir.WithGuarantee(g), weir.WithErrorHandler(errs.add), weir.WithHTTP("127.0.0.1:0"))
 				want := map[string]int64{}
 				produceLines(t, env, in, 0, 20, []string{"a", "b", "c"}, want)
 				waitForCounts(t, env, out, want)
+				// /healthz turns 503 as soon as the error is known, while
+				// Run winds down.
+				addr := inst.app.HTTPAddr()
+				require.NotEmpty(t, addr)
+				var unhealthy atomic.Bool
+				var poller sync.WaitGroup
+				stopPolling := make(chan struct{})
+				poller.Go(func() {
+					for {
+						select {
+						case <-stopPolling:
+							return
+						case <-time.After(5 * time.Millisecond):
+						}
+						resp, err := http.Get("http://" + addr + "/healthz")
+						if err != nil {
+							continue
+						}
+						_ = resp.Body.Close()
+						if resp.StatusCode == http.StatusServiceUnavailable {
+							unhealthy.Store(true)
+						}
+					}
+				})
+				defer func() { close(stopPolling); poller.Wait() }()
 
 				deleteTopicNow(t, env, out)
 				produceLines(t, env, in, 20, 20, []string{"a", "b", "c"}, want)
@@ -54,6 +81,10 @@ func TestDeletedSinkTopicStopsRun(t *testing.T) {
 				require.True(t, strings.Contains(msg, `"`+out+`"`), msg)
 				require.True(t, strings.Contains(msg, "does not exist"), msg)
 				require.False(t, strings.Contains(msg, "circuit breaker"), msg)
+				st := inst.app.State()
+				require.Equal(t, weir.Failed, st.State)
+				require.ErrorIs(t, st.Err, kafka.ErrUnknownTopic)
+				require.True(t, unhealthy.Load(), "/healthz never answered 503 while the failed App wound down")
 			})
 		}
 	})

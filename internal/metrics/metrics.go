@@ -42,7 +42,15 @@ type Metrics struct {
 	src        atomic.Pointer[Source]
 	commits    *prometheus.HistogramVec
 	rebalances prometheus.Counter
+	aborted    *prometheus.CounterVec
+	rewinds    *prometheus.CounterVec
+	deferred   prometheus.Counter
+	state      *prometheus.GaugeVec
 }
+
+// States are the values of the state label of weir_state, in the order the
+// App's states are numbered.
+var States = []string{"created", "starting", "rebalancing", "restoring", "running", "retrying", "stopped", "failed"}
 
 // New returns the metrics of one App, labelled with its application id,
 // mode and guarantee.
@@ -59,6 +67,26 @@ func New(application, mode, guarantee string) *Metrics {
 		Namespace: "weir", Name: "rebalances_total", ConstLabels: labels,
 		Help: "Assignments this member received from the consumer group (one per rebalance it took part in).",
 	})
+	m.aborted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "weir", Name: "aborted_epochs_total", ConstLabels: labels,
+		Help: "Exactly-once epochs (continuous) or batches (micro-batch) whose transaction was aborted, or its producer re-initialized, by cause (abortable, fenced, indefinite, other).",
+	}, []string{"cause"})
+	m.rewinds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "weir", Name: "rewinds_total", ConstLabels: labels,
+		Help: "Times every task went back to the committed offsets, its state restored from the committed changelog, by cause: an aborted transaction's (see weir_aborted_epochs_total), or member_gone (at-least-once: removed from the group before its commit).",
+	}, []string{"cause"})
+	m.deferred = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "weir", Name: "deferred_commits_total", ConstLabels: labels,
+		Help: "At-least-once offset commits that failed after the outputs were acknowledged; the next commit carried them.",
+	})
+	m.state = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "weir", Name: "state", ConstLabels: labels,
+		Help: "The application's state: 1 for the current one (created, starting, rebalancing, restoring, running, retrying, stopped, failed), 0 for the others.",
+	}, []string{"state"})
+	for _, st := range States {
+		m.state.WithLabelValues(st).Set(0)
+	}
+	m.state.WithLabelValues("created").Set(1)
 	counter := func(name, help string, read func(*runtime.Stats) int64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "weir", Name: name, Help: help, ConstLabels: labels},
 			func() float64 {
@@ -69,7 +97,7 @@ func New(application, mode, guarantee string) *Metrics {
 			})
 	}
 	m.reg.MustRegister(
-		m.commits, m.rebalances,
+		m.commits, m.rebalances, m.aborted, m.rewinds, m.deferred, m.state,
 		counter("records_in_total", "Input records handed to tasks.", func(s *runtime.Stats) int64 { return s.RecordsIn.Load() }),
 		counter("records_out_total", "Records written: outputs, repartition and changelog records.", func(s *runtime.Stats) int64 { return s.RecordsOut.Load() }),
 		counter("dead_lettered_total", "Bad records written to dead-letter topics.", func(s *runtime.Stats) int64 { return s.DeadLetter.Load() }),
@@ -120,6 +148,24 @@ func (m *Metrics) Hooks() runtime.Hooks {
 			m.commits.WithLabelValues(result).Observe(took.Seconds())
 		},
 		Rebalanced: func(int32) { m.rebalances.Inc() },
+		Rewound: func(cause string, _ error) {
+			m.rewinds.WithLabelValues(cause).Inc()
+			if cause != "member_gone" { // the rest end a transaction
+				m.aborted.WithLabelValues(cause).Inc()
+			}
+		},
+		CommitDeferred: func(error) { m.deferred.Inc() },
+	}
+}
+
+// SetState makes state the one weir_state reports.
+func (m *Metrics) SetState(state string) {
+	for _, st := range States {
+		v := 0.0
+		if st == state {
+			v = 1
+		}
+		m.state.WithLabelValues(st).Set(v)
 	}
 }
 

@@ -55,6 +55,28 @@ type Config struct {
 	Client *http.Client
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// Health, if set, answers /healthz and /readyz: the application's
+	// state (see Health). Without it /healthz is always 200 and /readyz
+	// 200 once the topics are ready and no task restores.
+	Health func() Health
+}
+
+// Health is the application's state as /healthz and /readyz report it.
+type Health struct {
+	// State names the state ("running", "retrying", ...).
+	State string `json:"state"`
+	// Ready: /readyz answers 200, else 503.
+	Ready bool `json:"ready"`
+	// Healthy: /healthz answers 200, else 503.
+	Healthy bool `json:"healthy"`
+	// Reason says why the application is not ready, or not healthy.
+	Reason string `json:"reason,omitempty"`
+	// Error is the last error of a retrying or failed application.
+	Error string `json:"error,omitempty"`
+	// Since is when the application entered the state (RFC 3339).
+	Since string `json:"since,omitempty"`
+	// RestoringTasks counts the tasks restoring their stores.
+	RestoringTasks int64 `json:"restoringTasks,omitempty"`
 }
 
 type server struct {
@@ -89,9 +111,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		return sub, ok
 	}}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
+	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.ready)
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)
@@ -121,7 +141,31 @@ type apiError struct {
 	Owner     *Owner `json:"owner,omitempty"`
 }
 
+func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
+	if s.cfg.Health == nil {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		return
+	}
+	h := s.cfg.Health()
+	body := map[string]any{"status": "ok", "state": h.State, "since": h.Since}
+	status := http.StatusOK
+	if !h.Healthy {
+		body["status"], status = "failed", http.StatusServiceUnavailable
+		body["error"] = h.Error
+	}
+	writeJSON(w, status, body)
+}
+
 func (s *server) ready(w http.ResponseWriter, _ *http.Request) {
+	if s.cfg.Health != nil {
+		h := s.cfg.Health()
+		status := http.StatusOK
+		if !h.Ready {
+			status = http.StatusServiceUnavailable
+		}
+		writeJSON(w, status, h)
+		return
+	}
 	switch {
 	case !s.rt.Prepared():
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": "starting: topics not ready"})

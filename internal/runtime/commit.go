@@ -57,6 +57,7 @@ func (r *Runtime) Commit(ctx context.Context, positions Positions, s kafka.Sessi
 		start := time.Now()
 		defer func() { hook(time.Since(start), err) }()
 	}
+	defer func() { r.notify(err, positions) }()
 	if err := r.checkMembership(ctx, s); err != nil {
 		r.dropStaged()
 		return err
@@ -85,7 +86,7 @@ func (r *Runtime) commitKafka(ctx context.Context, positions Positions, s kafka.
 	}
 	if err := r.producer.Flush(ctx); err != nil {
 		if fatal := r.explainOutput(ctx, err); fatal != nil {
-			return fmt.Errorf("runtime: flush outputs: %w", fatal)
+			return r.failing(fmt.Errorf("runtime: flush outputs: %w", fatal))
 		}
 		return fmt.Errorf("runtime: flush outputs: %w", err)
 	}
@@ -153,11 +154,14 @@ var ErrCommitLater = errors.New("runtime: offsets not committed; the next commit
 func (r *Runtime) Rewind(ctx context.Context, cause error) error {
 	r.dropStaged()
 	if r.txn == nil {
+		r.notify(cause, nil)
 		return nil
 	}
-	if err := r.txn.recover(ctx, cause); !errors.Is(err, ErrRewind) {
+	err := r.txn.recover(ctx, cause)
+	if !errors.Is(err, ErrRewind) {
 		return err
 	}
+	r.notify(err, nil)
 	return nil
 }
 

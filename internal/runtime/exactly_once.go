@@ -108,7 +108,7 @@ func (t *txnOutput) recover(ctx context.Context, cause error) error {
 		return t.fatal
 	}
 	if err := t.rt.explainOutput(ctx, cause); err != nil {
-		t.fatal = fmt.Errorf("runtime: transaction: %w", err)
+		t.fatal = t.rt.failing(fmt.Errorf("runtime: transaction: %w", err))
 		return t.fatal
 	}
 	if !rewindable(cause) && !errors.Is(cause, ErrRewind) {

@@ -1,9 +1,12 @@
 package runtime
 
 import (
+	"errors"
 	"sync"
 	"time"
 
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/txn"
 	"github.com/weirstream/weir/offsets"
 )
 
@@ -20,6 +23,27 @@ type Hooks struct {
 	// Rebalanced is called when this member receives an assignment: the
 	// generation of the group.
 	Rebalanced func(generation int32)
+	// Prepared is called once the preflight passed and the topics are
+	// ready: the member is about to join its group.
+	Prepared func()
+	// Restoring is called with the number of tasks restoring their
+	// stores whenever it changes.
+	Restoring func(tasks int64)
+	// Rewound is called when the epoch or batch in progress was dropped
+	// and the tasks go back to the committed offsets — an aborted
+	// transaction, a member removed from its group: the cause's class
+	// (RewindCause) and the error.
+	Rewound func(cause string, err error)
+	// CommitDeferred is called when an at-least-once offset commit failed
+	// after the outputs were acknowledged; the next commit carries it.
+	CommitDeferred func(err error)
+	// Progressed is called after a commit that committed offsets: the
+	// application makes progress.
+	Progressed func()
+	// Failing is called as soon as the runtime knows an error that stops
+	// the application (an output no retry delivers), before the engine
+	// has wound down and returned it.
+	Failing func(err error)
 }
 
 // lags tracks the lag of every partition a claim consumes.
@@ -65,3 +89,55 @@ func (r *Runtime) Restoring() int64 { return r.restoring.Load() }
 // Prepared reports whether Prepare succeeded: the topics are ready and the
 // member is about to join, or has joined, the group.
 func (r *Runtime) Prepared() bool { return r.prepared.Load() }
+
+// RewindCause classifies the cause of a rewind for metrics: "abortable",
+// "fenced", "indefinite" (a transaction's outcome unknown, the producer
+// re-created), "member_gone" (removed from the group), or "other".
+func RewindCause(err error) string {
+	switch {
+	case errors.Is(err, txn.ErrFenced):
+		return "fenced"
+	case errors.Is(err, txn.ErrIndefinite):
+		return "indefinite"
+	case errors.Is(err, txn.ErrAbortable), errors.Is(err, txn.ErrNoTransaction):
+		return "abortable"
+	case kafka.MemberGone(err):
+		return "member_gone"
+	}
+	return "other"
+}
+
+// notify calls the hooks of a Commit's or a Rewind's outcome.
+func (r *Runtime) notify(err error, positions Positions) {
+	h := r.cfg.Hooks
+	switch {
+	case err == nil:
+		if len(positions) > 0 && h.Progressed != nil {
+			h.Progressed()
+		}
+	case errors.Is(err, ErrRewind):
+		if h.Rewound != nil {
+			h.Rewound(RewindCause(err), err)
+		}
+	case errors.Is(err, ErrCommitLater):
+		if h.CommitDeferred != nil {
+			h.CommitDeferred(err)
+		}
+	}
+}
+
+// restoringBy changes the count of tasks restoring by delta.
+func (r *Runtime) restoringBy(delta int64) {
+	n := r.restoring.Add(delta)
+	if h := r.cfg.Hooks.Restoring; h != nil {
+		h(n)
+	}
+}
+
+// failing reports a fatal error to the Failing hook and returns it.
+func (r *Runtime) failing(err error) error {
+	if h := r.cfg.Hooks.Failing; h != nil {
+		h(err)
+	}
+	return err
+}

@@ -182,6 +182,9 @@ func (r *Runtime) Prepare(ctx context.Context) error {
 	}
 	plan := r.plan
 	r.prepared.Store(true)
+	if h := r.cfg.Hooks.Prepared; h != nil {
+		h()
+	}
 	if r.cfg.Standbys {
 		bgCtx, cancel := context.WithCancel(ctx)
 		r.stopBg = cancel

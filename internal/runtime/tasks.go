@@ -139,8 +139,8 @@ func (t *Task) open(ctx context.Context) error {
 		return fmt.Errorf("runtime: no sub-topology %d", t.id.Subtopology)
 	}
 	start := time.Now()
-	t.rt.restoring.Add(1)
-	defer t.rt.restoring.Add(-1)
+	t.rt.restoringBy(1)
+	defer t.rt.restoringBy(-1)
 	factory, err := t.openStores(ctx, g.Subtopologies[t.id.Subtopology].Stores)
 	if err != nil {
 		t.closeStores()

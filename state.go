@@ -1,0 +1,250 @@
+package weir
+
+import (
+	"sync"
+	"time"
+
+	"github.com/weirstream/weir/internal/metrics"
+	"github.com/weirstream/weir/internal/runtime"
+)
+
+// State is an App's state, as Kafka Streams' KafkaStreams.State: what the
+// application does now, and whether it serves (see the README's
+// operations section).
+type State int
+
+// The states of an App.
+const (
+	// Created: New returned; Run has not been called.
+	Created State = iota
+	// Starting: Run connects and runs the preflight (topics, transactional
+	// features) and, under exactly-once, initializes its producer.
+	Starting
+	// Rebalancing: the topics are ready; the member joins its group and
+	// waits for its partitions.
+	Rebalancing
+	// Restoring: tasks restore their stores from their changelogs before
+	// they process.
+	Restoring
+	// Running: processing, and the last commit with offsets succeeded.
+	Running
+	// Retrying: the last epoch or batch did not commit — a transaction
+	// aborted, a member removed from its group, an offset commit deferred —
+	// and the work is being retried, with backoff; Status.Err is the last
+	// error. An application that stays here keeps failing: look at Err.
+	Retrying
+	// Stopped: Run returned after a graceful stop.
+	Stopped
+	// Failed: Run returned an error (Status.Err).
+	Failed
+)
+
+// String names the state: "created", "starting", "rebalancing",
+// "restoring", "running", "retrying", "stopped", "failed".
+func (s State) String() string {
+	if s >= Created && int(s) < len(metrics.States) {
+		return metrics.States[s]
+	}
+	return "unknown"
+}
+
+// Status is an App's state with its error and the time it began.
+type Status struct {
+	State State
+	// Err is the last error of Retrying, or Run's error in Failed.
+	Err error
+	// Since is when the App entered the state.
+	Since time.Time
+}
+
+// Ready reports whether the App processes normally: Running.
+func (s Status) Ready() bool { return s.State == Running }
+
+// Healthy reports whether the App is alive: any state but Failed.
+func (s Status) Healthy() bool { return s.State != Failed }
+
+// WithStateListener calls fn on every change of state, with the state
+// left and the new status; fn runs on the goroutine that changed it, in
+// order, and must return quickly. It also sees the changes to Starting at
+// the start of every Run and to Stopped or Failed at its end.
+func WithStateListener(fn func(from State, to Status)) Option {
+	return func(c *config) { c.stateListener = fn }
+}
+
+// State returns the App's current status.
+func (a *App) State() Status { return a.state.status() }
+
+// stateTracker keeps an App's state: a base state set by Run's steps and
+// the runtime's hooks, shown as Restoring while tasks restore in Running.
+type stateTracker struct {
+	// mu guards the state; lmu, taken under mu and held past it, keeps
+	// the listener's calls in the order of the changes.
+	mu        sync.Mutex
+	lmu       sync.Mutex
+	base      State
+	retryAt   time.Time // the last change to Retrying
+	err       error
+	restoring int64
+	shown     Status
+	listener  func(State, Status)
+	metrics   *metrics.Metrics
+	now       func() time.Time
+}
+
+func newStateTracker(listener func(State, Status), m *metrics.Metrics) *stateTracker {
+	return &stateTracker{listener: listener, metrics: m, now: time.Now, shown: Status{State: Created, Since: time.Now()}}
+}
+
+func (st *stateTracker) status() Status {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.shown
+}
+
+// set changes the base state; err is kept for Retrying and Failed.
+func (st *stateTracker) set(s State, err error) {
+	st.mu.Lock()
+	if st.base == Failed && s != Failed && s != Starting {
+		st.mu.Unlock() // Failed lasts until the next Run starts
+		return
+	}
+	st.base, st.err = s, err
+	if s == Retrying {
+		st.retryAt = st.now()
+	}
+	st.updateLocked()
+}
+
+// retryCalm is how long after the last failure a commit with nothing to
+// commit ends Retrying: an idle application has nothing else to prove that
+// it recovered, and a busy one proves it sooner (Progressed).
+const retryCalm = 5 * time.Second
+
+// committed ends Retrying after a commit with nothing to commit, once no
+// failure came for retryCalm.
+func (st *stateTracker) committed() {
+	st.mu.Lock()
+	if st.base == Retrying && st.now().Sub(st.retryAt) >= retryCalm {
+		st.base, st.err = Running, nil
+	}
+	st.updateLocked()
+}
+
+// setIf changes the base state to s when it is one of from.
+func (st *stateTracker) setIf(s State, from ...State) {
+	st.mu.Lock()
+	for _, f := range from {
+		if st.base == f {
+			st.base, st.err = s, nil
+			break
+		}
+	}
+	st.updateLocked()
+}
+
+func (st *stateTracker) setRestoring(n int64) {
+	st.mu.Lock()
+	st.restoring = n
+	st.updateLocked()
+}
+
+// updateLocked works out the shown state and reports a change; it
+// unlocks st.mu.
+func (st *stateTracker) updateLocked() {
+	shown := st.base
+	if shown == Running && st.restoring > 0 {
+		shown = Restoring
+	}
+	old := st.shown
+	if shown == old.State && (st.err == old.Err || (shown != Retrying && shown != Failed)) {
+		st.mu.Unlock()
+		return
+	}
+	since := old.Since
+	if shown != old.State {
+		since = st.now()
+	}
+	st.shown = Status{State: shown, Err: st.err, Since: since}
+	if shown != Retrying && shown != Failed {
+		st.shown.Err = nil
+	}
+	now := st.shown
+	listener, m := st.listener, st.metrics
+	st.lmu.Lock()
+	st.mu.Unlock()
+	defer st.lmu.Unlock()
+	if shown != old.State {
+		if m != nil {
+			m.SetState(shown.String())
+		}
+		if listener != nil {
+			listener(old.State, now)
+		}
+	}
+}
+
+// hooks returns the runtime hooks that drive the state.
+func (st *stateTracker) hooks() runtime.Hooks {
+	return runtime.Hooks{
+		Committed: func(_ time.Duration, err error) {
+			if err == nil {
+				st.committed()
+			}
+		},
+		Prepared:       func() { st.setIf(Rebalancing, Starting) },
+		Rebalanced:     func(int32) { st.setIf(Running, Starting, Rebalancing) },
+		Restoring:      st.setRestoring,
+		Rewound:        func(_ string, err error) { st.set(Retrying, err) },
+		CommitDeferred: func(err error) { st.set(Retrying, err) },
+		Progressed:     func() { st.setIf(Running, Retrying, Rebalancing, Starting) },
+		Failing:        func(err error) { st.set(Failed, err) },
+	}
+}
+
+// joinHooks returns hooks that call a's, then b's.
+func joinHooks(a, b runtime.Hooks) runtime.Hooks {
+	return runtime.Hooks{
+		Committed: func(took time.Duration, err error) {
+			if a.Committed != nil {
+				a.Committed(took, err)
+			}
+			if b.Committed != nil {
+				b.Committed(took, err)
+			}
+		},
+		Rebalanced: func(g int32) { call1(a.Rebalanced, g); call1(b.Rebalanced, g) },
+		Prepared: func() {
+			if a.Prepared != nil {
+				a.Prepared()
+			}
+			if b.Prepared != nil {
+				b.Prepared()
+			}
+		},
+		Restoring: func(n int64) { call1(a.Restoring, n); call1(b.Restoring, n) },
+		Rewound: func(cause string, err error) {
+			if a.Rewound != nil {
+				a.Rewound(cause, err)
+			}
+			if b.Rewound != nil {
+				b.Rewound(cause, err)
+			}
+		},
+		CommitDeferred: func(err error) { call1(a.CommitDeferred, err); call1(b.CommitDeferred, err) },
+		Failing:        func(err error) { call1(a.Failing, err); call1(b.Failing, err) },
+		Progressed: func() {
+			if a.Progressed != nil {
+				a.Progressed()
+			}
+			if b.Progressed != nil {
+				b.Progressed()
+			}
+		},
+	}
+}
+
+func call1[T any](fn func(T), v T) {
+	if fn != nil {
+		fn(v)
+	}
+}
