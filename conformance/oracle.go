@@ -12,7 +12,7 @@ import (
 )
 
 // BuildOracle compiles the Kafka Streams oracle in dir (conformance/kstreams)
-// with Maven — which does nothing when it is up to date — and returns the
+// with Maven, unless its build is newer than its sources, and returns the
 // java class path to run it with.
 func BuildOracle(dir string) (string, error) {
 	for _, tool := range []string{"java", "mvn"} {
@@ -20,10 +20,12 @@ func BuildOracle(dir string) (string, error) {
 			return "", fmt.Errorf("conformance: the Kafka Streams oracle needs %s on PATH", tool)
 		}
 	}
-	cmd := exec.Command("mvn", "-q", "-B", "-DskipTests", "package")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("conformance: mvn package in %s: %v\n%s", dir, err, out)
+	if stale(dir) {
+		cmd := exec.Command("mvn", "-q", "-B", "-DskipTests", "package")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("conformance: mvn package in %s: %v\n%s", dir, err, out)
+		}
 	}
 	cp, err := os.ReadFile(filepath.Join(dir, "target", "classpath.txt"))
 	if err != nil {
@@ -78,4 +80,27 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// stale reports whether the oracle's build (target/classpath.txt, written
+// last) is missing or older than pom.xml or a source file.
+func stale(dir string) bool {
+	built, err := os.Stat(filepath.Join(dir, "target", "classpath.txt"))
+	if err != nil {
+		return true
+	}
+	newer := false
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || newer {
+			return err
+		}
+		if d.IsDir() && d.Name() == "target" {
+			return filepath.SkipDir
+		}
+		if info, err := d.Info(); err == nil && !d.IsDir() && info.ModTime().After(built.ModTime()) {
+			newer = true
+		}
+		return nil
+	})
+	return newer
 }
