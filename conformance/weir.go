@@ -12,13 +12,31 @@ import (
 	"github.com/weirstream/weir/topologytest"
 )
 
+// Decoder turns a script's output record into its text form.
+type Decoder func(key, value []byte) (k, v *string, err error)
+
 // Topology builds weir's topology for the script, and the decoder of its
-// output records into the script's text form.
-func Topology(s *Script) (*topology.Topology, func(key, value []byte) (k, v *string, err error), error) {
+// output records.
+func Topology(s *Script) (*topology.Topology, Decoder, error) {
 	b := topology.NewBuilder()
+	decode, err := Build(b, s, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	topo, err := b.Build()
+	if err != nil {
+		return nil, nil, err
+	}
+	return topo, decode, nil
+}
+
+// Build adds the script's topology to b, with prefix before every topic
+// ("in", "left", "right", "out") and store name, so that several scripts
+// can run in one application.
+func Build(b *topology.Builder, s *Script, prefix string) (Decoder, error) {
 	str := serde.String()
 	input := func(topic string) topology.Stream[string, string] {
-		in := topology.NewStream(b, topic, str, str)
+		in := topology.NewStream(b, prefix+topic, str, str)
 		if s.Filter != nil {
 			drop := *s.Filter
 			in = in.Filter(func(_, v string) bool { return v != drop })
@@ -50,9 +68,9 @@ func Topology(s *Script) (*topology.Topology, func(key, value []byte) (k, v *str
 	case "aggregate":
 		g := grouped(input("in"))
 		if valueIsCount {
-			g.Count(topology.Materialized("agg")).ToStream().To("out")
+			g.Count(topology.Materialized(prefix + "agg")).ToStream().To(prefix + "out")
 		} else {
-			g.Reduce(concat, topology.Materialized("agg")).ToStream().To("out")
+			g.Reduce(concat, topology.Materialized(prefix+"agg")).ToStream().To(prefix + "out")
 		}
 	case "tumbling", "hopping", "sliding":
 		windowed = true
@@ -66,19 +84,19 @@ func Topology(s *Script) (*topology.Topology, func(key, value []byte) (k, v *str
 			w = topology.SlidingWindows(ms(s.Size))
 		}
 		wg := topology.WindowedBy(grouped(input("in")), w.WithGrace(ms(s.Grace)))
-		opts = append(opts, topology.Materialized("win"))
+		opts = append(opts, topology.Materialized(prefix+"win"))
 		if valueIsCount {
-			wg.Count(opts...).ToStream().To("out")
+			wg.Count(opts...).ToStream().To(prefix + "out")
 		} else {
-			wg.Reduce(concat, opts...).ToStream().To("out")
+			wg.Reduce(concat, opts...).ToStream().To(prefix + "out")
 		}
 	case "session":
 		windowed = true
 		sg := topology.SessionWindowedBy(grouped(input("in")), topology.SessionWindowsWithGap(ms(s.Gap)).WithGrace(ms(s.Grace)))
 		if valueIsCount {
-			sg.Count(topology.Materialized("sess")).ToStream().To("out")
+			sg.Count(topology.Materialized(prefix + "sess")).ToStream().To(prefix + "out")
 		} else {
-			sg.Reduce(concat, topology.Materialized("sess")).ToStream().To("out")
+			sg.Reduce(concat, topology.Materialized(prefix+"sess")).ToStream().To(prefix + "out")
 		}
 	case "stream-table", "stream-table-left":
 		valueIsCount = false
@@ -86,35 +104,31 @@ func Topology(s *Script) (*topology.Topology, func(key, value []byte) (k, v *str
 		if s.Rekey {
 			left = topology.SelectKey(left, firstChar)
 		}
-		right := topology.NewTable(b, "right", str, str, topology.Materialized("right-store"))
+		right := topology.NewTable(b, prefix+"right", str, str, topology.Materialized(prefix+"right-store"))
 		if s.Op == "stream-table" {
-			topology.Join(left, right, func(_, v, vt string) string { return v + "+" + vt }).To("out")
+			topology.Join(left, right, func(_, v, vt string) string { return v + "+" + vt }).To(prefix + "out")
 		} else {
 			topology.LeftJoin(left, right, func(_, v, vt string, found bool) string {
 				if !found {
 					vt = "null"
 				}
 				return v + "+" + vt
-			}).To("out")
+			}).To(prefix + "out")
 		}
 	case "table-table":
 		valueIsCount = false
-		left := topology.NewTable(b, "left", str, str, topology.Materialized("left-store"))
-		right := topology.NewTable(b, "right", str, str, topology.Materialized("right-store"))
-		topology.JoinTables(left, right, func(_, v1, v2 string) string { return v1 + "+" + v2 }).ToStream().To("out")
+		left := topology.NewTable(b, prefix+"left", str, str, topology.Materialized(prefix+"left-store"))
+		right := topology.NewTable(b, prefix+"right", str, str, topology.Materialized(prefix+"right-store"))
+		topology.JoinTables(left, right, func(_, v1, v2 string) string { return v1 + "+" + v2 }).ToStream().To(prefix + "out")
 	case "stream-stream":
 		valueIsCount = false
 		jw := topology.JoinTimeDifference(ms(s.Before)).WithGrace(ms(s.Grace))
 		if s.After != nil {
 			jw = jw.WithAfter(ms(*s.After))
 		}
-		topology.JoinStreams(input("left"), input("right"), func(_, v1, v2 string) string { return v1 + "+" + v2 }, jw).To("out")
+		topology.JoinStreams(input("left"), input("right"), func(_, v1, v2 string) string { return v1 + "+" + v2 }, jw).To(prefix + "out")
 	default:
-		return nil, nil, fmt.Errorf("conformance: %s: unknown op %q", s.Path, s.Op)
-	}
-	topo, err := b.Build()
-	if err != nil {
-		return nil, nil, err
+		return nil, fmt.Errorf("conformance: %s: unknown op %q", s.Path, s.Op)
 	}
 	ws := topology.WindowedSerde(str)
 	decode := func(key, value []byte) (k, v *string, err error) {
@@ -144,7 +158,7 @@ func Topology(s *Script) (*topology.Topology, func(key, value []byte) (k, v *str
 		}
 		return k, v, nil
 	}
-	return topo, decode, nil
+	return decode, nil
 }
 
 // firstChar is the new key of "rekey": the value's first character.
