@@ -118,7 +118,7 @@ func Record(path string, outs []Output) error {
 	}
 	buf.WriteString("]")
 	// Keep the hand-written part byte for byte: replace or append "expect".
-	text := string(b)
+	var text string
 	if i := bytes.Index(b, []byte(`"expect"`)); i >= 0 {
 		text = string(bytes.TrimRight(b[:i], " \n,")) + ",\n"
 	} else {

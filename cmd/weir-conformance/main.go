@@ -146,7 +146,7 @@ func checkOne(path string, oracle map[string][]conformance.Output, record, weirO
 func firstLines(s string, n int) string {
 	lines := strings.SplitAfter(s, "\n")
 	if len(lines) > n {
-		lines = append(lines[:n], fmt.Sprintf("  ... (-v for all)\n"))
+		lines = append(lines[:n], "  ... (-v for all)\n")
 	}
 	return strings.Join(lines, "")
 }
