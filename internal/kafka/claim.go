@@ -91,7 +91,7 @@ type GroupMetadata struct {
 }
 
 // SaramaSession returns the live sarama session behind a Claim made by
-// this package, for the transactional producer (exactlyonce/), which may
+// this package, for the transactional producer (internal/txn), which may
 // import sarama, e.g. for sarama.NewConsumerGroupMetadataFromSession.
 // Prefer [Session.GroupMetadata]. The bool is false for any other Claim
 // (a test fake, say).

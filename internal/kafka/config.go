@@ -2,7 +2,7 @@
 // administration, an at-least-once producer and consumer-group membership
 // with a co-partitioning assignor.
 //
-// It is the only place (with exactlyonce/) that imports sarama. Its exported
+// It is the only place (with internal/txn) that imports sarama. Its exported
 // API speaks weir's own types — [Record], [Header], [TopicSpec],
 // [GroupMetadata] — so the runtime and the engines never see a sarama value;
 // the single exception is [SaramaSession], kept for the transactional

@@ -77,7 +77,7 @@ var (
 
 // NewKeyPartitioner is the sarama.PartitionerConstructor of weir's
 // producers — this package's at-least-once one and the transactional one
-// in exactlyonce — so both partition records the same way.
+// in internal/txn — so both partition records the same way.
 func NewKeyPartitioner(string) sarama.Partitioner { return &keyPartitioner{} }
 
 // Partition implements sarama.Partitioner. numPartitions counts all
