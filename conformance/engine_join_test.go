@@ -1,0 +1,159 @@
+package conformance_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/conformance"
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/topology"
+)
+
+// TestEnginesMatchTopologytestWithTwoInputs runs the scripts with two input
+// topics (the joins) through the continuous engine, one input record at a
+// time: each script's next record is produced only once the group has
+// committed every record before it, on the input and the repartition
+// topics, so the engine sees the script's order — and the outputs seen
+// after each step are the ones topologytest gives after that input.
+func TestEnginesMatchTopologytestWithTwoInputs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs an application on a broker")
+	}
+	paths, err := conformance.Paths("scripts")
+	require.NoError(t, err)
+	var scripts []*conformance.Script
+	var want [][]conformance.Output
+	steps := 0
+	for _, p := range paths {
+		s, err := conformance.Load(p)
+		require.NoError(t, err)
+		single := true
+		for _, in := range s.Inputs {
+			single = single && (in.Topic == "" || in.Topic == "in")
+		}
+		if single {
+			continue
+		}
+		outs, err := conformance.RunWeir(s)
+		require.NoError(t, err, p)
+		scripts, want = append(scripts, s), append(want, outs)
+		steps = max(steps, len(s.Inputs))
+	}
+	require.NotEmpty(t, scripts)
+
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		base := kafkatest.Topic(t)
+		appID := kafkatest.GroupID(t)
+		b := topology.NewBuilder()
+		decoders := make([]conformance.Decoder, len(scripts))
+		for i, s := range scripts {
+			prefix := fmt.Sprintf("%s-%d-", base, i)
+			decoders[i], err = conformance.Build(b, s, prefix)
+			require.NoError(t, err, s.Path)
+			for _, topic := range []string{"left", "right", "out"} {
+				kafkatest.CreateTopic(t, env, prefix+topic, 1)
+			}
+		}
+		topo, err := b.Build()
+		require.NoError(t, err)
+		var sources []string // every topic the application reads, resolved
+		for _, st := range topo.Graph().Subtopologies {
+			for _, ref := range st.SourceTopics() {
+				sources = append(sources, ref.Resolve(appID))
+			}
+		}
+
+		app, err := weir.New(topo,
+			weir.WithBrokers(env.Brokers...),
+			weir.WithApplicationID(appID),
+			weir.WithStateDir(t.TempDir()),
+			weir.WithSessionTimeout(6*time.Second),
+			weir.WithHeartbeatInterval(500*time.Millisecond),
+			weir.WithEpochInterval(20*time.Millisecond),
+			weir.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- app.Run(ctx) }()
+
+		cl, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...))
+		require.NoError(t, err)
+		defer cl.Close()
+
+		got := make([][]conformance.Output, len(scripts))
+		seen := make([]int, len(scripts))
+		for step := 0; step < steps; step++ {
+			var recs []kafka.Record
+			for i, s := range scripts {
+				if step < len(s.Inputs) {
+					in := s.Inputs[step]
+					k, v := in.Bytes()
+					recs = append(recs, kafka.Record{Topic: fmt.Sprintf("%s-%d-%s", base, i, in.Topic), Partition: 0, Key: k, Value: v, Timestamp: time.UnixMilli(in.TS)})
+				}
+			}
+			kafkatest.Produce(t, env, recs...)
+			require.Eventually(t, func() bool { return caughtUp(t, ctx, cl, env, appID, sources) },
+				time.Minute, 20*time.Millisecond, "step %d: the application never committed every input", step)
+			for i := range scripts {
+				all := kafkatest.ReadCommitted(t, env, fmt.Sprintf("%s-%d-out", base, i))
+				for _, r := range all[seen[i]:] {
+					k, v, err := decoders[i](r.Key, r.Value)
+					require.NoError(t, err)
+					got[i] = append(got[i], conformance.Output{After: step, Topic: "out", Key: k, Value: v, TS: r.Timestamp.UnixMilli()})
+				}
+				seen[i] = len(all)
+			}
+		}
+		cancel()
+		require.NoError(t, <-done)
+		for i, s := range scripts {
+			if d := conformance.Diff(want[i], got[i]); d != "" {
+				t.Errorf("%s: the continuous engine differs from topologytest:\n%s", s.Path, d)
+			}
+		}
+	})
+}
+
+// caughtUp reports whether group has committed the end offset of partition
+// 0 of every topic.
+func caughtUp(t *testing.T, ctx context.Context, cl *kgo.Client, env *kafkatest.Env, group string, topics []string) bool {
+	t.Helper()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group = group
+	req.Groups = append(req.Groups, g)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 {
+		return false
+	}
+	committed := map[string]int64{}
+	for _, rt := range resp.Groups[0].Topics {
+		for _, p := range rt.Partitions {
+			if p.Partition == 0 && p.ErrorCode == 0 {
+				committed[rt.Topic] = p.Offset
+			}
+		}
+	}
+	for _, topic := range topics {
+		ends, err := kafkatest.EndOffsets(ctx, env.Brokers, topic, false)
+		if err != nil {
+			return false
+		}
+		if end := ends[0]; end > 0 && committed[topic] < end {
+			return false
+		}
+	}
+	return true
+}
