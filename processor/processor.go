@@ -119,6 +119,9 @@ const (
 	// their key or value was null.
 	MetricDroppedNull = "dropped-records-null"
 	// MetricDroppedExpired counts join records whose window had expired.
+	// weir's own stream-stream joins no longer drop such records (they
+	// join what the other side still holds, as Kafka Streams 4.4 does);
+	// custom processors may still count them here.
 	MetricDroppedExpired = "dropped-records-expired"
 )
 

@@ -43,8 +43,10 @@ func Materialized(store string) Option { return func(c *config) { c.store = stor
 func Partitions(n int32) Option { return func(c *config) { c.partitions = n } }
 
 // EmitFinal makes a windowed aggregation emit one result per window, when the
-// window closes (stream time passes its end plus grace), instead of one
-// result per update.
+// window closes (the aggregation's stream time reaches its end plus grace),
+// instead of one result per update: like Kafka Streams'
+// suppress(untilWindowCloses), stamped with the largest record timestamp in
+// the window. Not for session windows.
 func EmitFinal() Option { return func(c *config) { c.emitFinal = true } }
 
 // WithStores connects existing stores (added with AddStore) to a Process

@@ -10,8 +10,9 @@ import (
 
 // Windows describes fixed-size time windows for WindowedBy: tumbling,
 // hopping or sliding. Window boundaries are in record (event) time, in
-// milliseconds. A window accepts records until stream time passes its end
-// plus the grace period; later records are dropped and counted under
+// milliseconds. A window accepts records until stream time — the largest
+// timestamp the aggregation itself has seen, as in Kafka Streams — reaches
+// its end plus the grace period; later records are dropped and counted under
 // processor.MetricDroppedLate.
 type Windows struct {
 	kind    windowKind
@@ -98,8 +99,11 @@ func (w Windows) windowsFor(ts int64) []int64 {
 	return out
 }
 
-// SessionWindows groups a key's records into sessions: records less than gap
+// SessionWindows groups a key's records into sessions: records at most gap
 // apart belong to one session, so sessions grow and merge as records arrive.
+// A session closes when the aggregation's stream time passes its end + gap
+// + grace (as in Kafka Streams); a record whose session would end before
+// that is dropped and counted under processor.MetricDroppedLate.
 type SessionWindows struct {
 	gap   time.Duration
 	grace time.Duration
