@@ -94,3 +94,56 @@ func createTopic(t *testing.T, env *kafkatest.Env, spec kafka.TopicSpec) {
 	defer a.Close()
 	require.NoError(t, a.EnsureTopics(t.Context(), []kafka.TopicSpec{spec}))
 }
+
+// App.Check runs the same preflight without running: every problem at
+// once, nothing created.
+func TestAppCheck(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+		kafkatest.CreateTopic(t, env, in, 2)
+		appID := kafkatest.GroupID(t)
+		createTopic(t, env, kafka.TopicSpec{Name: appID + "-counts-changelog", Partitions: 2, Config: map[string]string{"cleanup.policy": "delete"}})
+		app, err := weir.New(wordCountTopology(t, in, out), append(baseOptions(t, env, appID), weir.WithGuarantee(weir.ExactlyOnce))...)
+		require.NoError(t, err)
+		err = app.Check(t.Context())
+		require.ErrorIs(t, err, runtime.ErrMissingTopic)
+		require.ErrorIs(t, err, runtime.ErrInternalTopic)
+		require.Len(t, strings.Split(err.Error(), "\n"), 2, err.Error())
+
+		app, err = weir.New(wordCountTopology(t, in, out), append(baseOptions(t, env, appID+"-2"), weir.WithCreateSinkTopics(2, nil))...)
+		require.NoError(t, err)
+		require.NoError(t, app.Check(t.Context()))
+		a, err := kafka.NewAdmin(env.Config())
+		require.NoError(t, err)
+		defer a.Close()
+		facts, err := a.TopicFacts(t.Context(), []string{out, appID + "-2-counts-changelog"}, nil)
+		require.NoError(t, err)
+		require.False(t, facts[out].Exists(), "Check creates no topic")
+		require.False(t, facts[appID+"-2-counts-changelog"].Exists(), "Check creates no topic")
+	})
+}
+
+// WithCreateSinkTopics makes Run create a missing sink topic with the
+// given partition count; New rejects a count below 1.
+func TestCreateSinkTopics(t *testing.T) {
+	_, err := weir.New(wordCountTopology(t, "in", "out"), weir.WithBrokers("localhost:9092"), weir.WithApplicationID("a"), weir.WithCreateSinkTopics(0, nil))
+	require.ErrorIs(t, err, weir.ErrConfig)
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+		kafkatest.CreateTopic(t, env, in, 2)
+		kafkatest.DeleteTopicAtEnd(t, env, out)
+		inst := startInstance(t, wordCountTopology(t, in, out), env, kafkatest.GroupID(t), weir.WithCreateSinkTopics(3, map[string]string{"retention.ms": "3600000"}))
+		defer func() { require.NoError(t, inst.stop(t)) }()
+		a, err := kafka.NewAdmin(env.Config())
+		require.NoError(t, err)
+		defer a.Close()
+		require.Eventually(t, func() bool {
+			facts, err := a.TopicFacts(t.Context(), []string{out}, nil)
+			require.NoError(t, err)
+			return facts[out].Partitions == 3
+		}, 10*time.Second, 20*time.Millisecond, "%s never created with 3 partitions", out)
+		want := map[string]int64{}
+		produceLines(t, env, in, 0, 10, []string{"a", "b"}, want)
+		waitForCounts(t, env, out, want)
+	})
+}

@@ -6,6 +6,7 @@
 //
 // Commands:
 //
+//	check        check a topology's topics against a cluster (the preflight Run runs at start)
 //	dev-broker   run an in-process Kafka broker (kfake) until interrupted
 //	inspect      print the write-ahead log, epoch log and state stores of a state dir
 //	help         print this help, or a command's with `weir help <command>`
@@ -37,6 +38,7 @@ type command struct {
 
 // commands lists every subcommand; add a new one here.
 var commands = []command{
+	checkCommand,
 	devBrokerCommand,
 	inspectCommand,
 }
