@@ -25,6 +25,10 @@ type Script struct {
 	Filter  *string `json:"filter,omitempty"`
 	Rekey   bool    `json:"rekey,omitempty"`
 	Inputs  []Input `json:"inputs"`
+	// Differs names a documented difference (docs/semantics.md): weir's
+	// output is then Weir, not Expect.
+	Differs string   `json:"differs,omitempty"`
+	Weir    []Output `json:"weir,omitempty"`
 	// Expect is Kafka Streams' output; nil when not recorded yet.
 	Expect []Output `json:"expect"`
 
@@ -155,4 +159,13 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
+}
+
+// WeirWant returns what weir must output, given Kafka Streams' output ks:
+// ks itself, or the script's Weir output for a documented difference.
+func (s *Script) WeirWant(ks []Output) []Output {
+	if s.Differs != "" {
+		return s.Weir
+	}
+	return ks
 }

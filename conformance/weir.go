@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/weirstream/weir/processor"
@@ -127,6 +128,26 @@ func Build(b *topology.Builder, s *Script, prefix string) (Decoder, error) {
 			jw = jw.WithAfter(ms(*s.After))
 		}
 		topology.JoinStreams(input("left"), input("right"), func(_, v1, v2 string) string { return v1 + "+" + v2 }, jw).To(prefix + "out")
+	case "stateless":
+		valueIsCount = false
+		words := topology.FlatMapValues(input("in"), func(v string) []string { return strings.Split(v, ",") })
+		topology.MapValues(words, strings.ToUpper).To(prefix + "out")
+	case "merge":
+		valueIsCount = false
+		input("left").Merge(input("right")).To(prefix + "out")
+	case "table-filter", "table-mapvalues":
+		valueIsCount = false
+		t := topology.NewTable(b, prefix+"in", str, str, topology.Materialized(prefix+"in-store"))
+		if s.Op == "table-filter" {
+			drop := ""
+			if s.Filter != nil {
+				drop = *s.Filter
+			}
+			t = t.Filter(func(_, v string) bool { return v != drop })
+		} else {
+			t = topology.MapTableValues(t, func(_, v string) string { return v + "!" })
+		}
+		t.ToStream().To(prefix + "out")
 	default:
 		return nil, fmt.Errorf("conformance: %s: unknown op %q", s.Path, s.Op)
 	}

@@ -193,6 +193,30 @@ public final class Oracle {
             .to("out", Produced.with(Serdes.String(), Serdes.String()));
         break;
       }
+      case "stateless": {
+        input(b, s, "in")
+            .flatMapValues(v -> java.util.Arrays.asList(v.split(",", -1)))
+            .mapValues(v -> v.toUpperCase())
+            .to("out", Produced.with(Serdes.String(), Serdes.String()));
+        break;
+      }
+      case "merge": {
+        input(b, s, "left").merge(input(b, s, "right")).to("out", Produced.with(Serdes.String(), Serdes.String()));
+        break;
+      }
+      case "table-filter":
+      case "table-mapvalues": {
+        KTable<String, String> t = b.table("in", Consumed.with(Serdes.String(), Serdes.String()),
+            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("in-store"));
+        if (op.equals("table-filter")) {
+          String drop = str(s, "filter", "");
+          t = t.filter((k, v) -> !drop.equals(v));
+        } else {
+          t = t.mapValues(v -> v + "!");
+        }
+        t.toStream().to("out", Produced.with(Serdes.String(), Serdes.String()));
+        break;
+      }
       default:
         throw new IllegalArgumentException("unknown op " + op);
     }
