@@ -277,11 +277,13 @@ func JoinStreams[K, V1, V2, VR any](a Stream[K, V1], c Stream[K, V2], joiner fun
 
 // joinClocks holds, per task, the largest timestamp stored on each side of
 // a stream-stream join: a side reads the other's (Kafka Streams' window
-// stores each track their own). The two sides of one task share an entry;
-// tasks of different partitions may run concurrently.
+// stores each track their own). The two sides of one task share an entry,
+// found by the store instance they share (the left side's), so that tasks
+// of different partitions, applications and test drivers built from one
+// topology never share one; they may run concurrently.
 type joinClocks struct {
 	mu    sync.Mutex
-	tasks map[processor.TaskID]*joinClock
+	tasks map[statestore.WindowStore]*joinClock
 }
 
 type joinClock struct {
@@ -289,9 +291,9 @@ type joinClock struct {
 	refs     int
 }
 
-func newJoinClocks() *joinClocks { return &joinClocks{tasks: map[processor.TaskID]*joinClock{}} }
+func newJoinClocks() *joinClocks { return &joinClocks{tasks: map[statestore.WindowStore]*joinClock{}} }
 
-func (c *joinClocks) acquire(id processor.TaskID) *joinClock {
+func (c *joinClocks) acquire(id statestore.WindowStore) *joinClock {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	jc, ok := c.tasks[id]
@@ -303,7 +305,7 @@ func (c *joinClocks) acquire(id processor.TaskID) *joinClock {
 	return jc
 }
 
-func (c *joinClocks) release(id processor.TaskID) {
+func (c *joinClocks) release(id statestore.WindowStore) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if jc, ok := c.tasks[id]; ok {
@@ -326,8 +328,8 @@ type streamJoinSide[K, V, VO, VR any] struct {
 	clocks        *joinClocks
 	side          int // 0 this (left), 1 other (right)
 
-	task                 processor.TaskID
-	clock                *joinClock // shared by both sides of the task; one goroutine owns a task
+	shared               statestore.WindowStore // the left side's store: the key of the task's clock
+	clock                *joinClock             // shared by both sides of the task; one goroutine owns a task
 	ownStore, otherStore statestore.WindowStore
 	expired              int64
 }
@@ -347,15 +349,18 @@ func (p *streamJoinSide[K, V, VO, VR]) Init(ctx processor.Context[any, any]) err
 		}
 		*x.dst = ws
 	}
-	p.task = ctx.TaskID()
-	p.clock = p.clocks.acquire(p.task)
+	p.shared = p.ownStore
+	if p.side == 1 {
+		p.shared = p.otherStore
+	}
+	p.clock = p.clocks.acquire(p.shared)
 	return nil
 }
 
 // Close releases the task's shared clock.
 func (p *streamJoinSide[K, V, VO, VR]) Close() error {
 	if p.clock != nil {
-		p.clocks.release(p.task)
+		p.clocks.release(p.shared)
 		p.clock = nil
 	}
 	return nil

@@ -129,3 +129,28 @@ func TestJoinOfRekeyedStreamRepartitions(t *testing.T) {
 	require.NoError(t, topologytest.Input(d, "orders", serde.String(), serde.String()).Pipe("order-1", "u7", ms(2)))
 	require.Equal(t, []pair{{Key: "u7", Value: "Ann"}}, readPairs(t, d, "out"))
 }
+
+// TestStreamStreamJoinDriversOfOneTopologyAreIndependent: each side's
+// retention is measured from the largest timestamp stored on that side, per
+// task; two drivers of one topology must not see each other's.
+func TestStreamStreamJoinDriversOfOneTopologyAreIndependent(t *testing.T) {
+	b := topology.NewBuilder()
+	l := topology.NewStream(b, "l", serde.String(), serde.String())
+	r := topology.NewStream(b, "r", serde.String(), serde.String())
+	topology.JoinStreams(l, r, func(_, a, c string) string { return a + c }, topology.JoinTimeDifference(5*time.Millisecond)).To("out")
+	topo, err := b.Build()
+	require.NoError(t, err)
+	drivers := make([]*topologytest.Driver, 2)
+	for i := range drivers {
+		drivers[i], err = topologytest.New(topo, topologytest.Config{})
+		require.NoError(t, err)
+		defer drivers[i].Close()
+	}
+	pipe := func(d *topologytest.Driver, topic, v string, at int64) {
+		require.NoError(t, topologytest.Input(d, topic, serde.String(), serde.String()).Pipe("k", v, ms(at)))
+	}
+	pipe(drivers[0], "l", "x", 1000) // the first driver's left side is at 1000
+	pipe(drivers[1], "l", "a", 10)
+	pipe(drivers[1], "r", "b", 12)
+	require.Equal(t, []pair{{Key: "k", Value: "ab"}}, readPairs(t, drivers[1], "out"))
+}
