@@ -8,7 +8,8 @@
 #   cluster.env                  nodes, port and heap of the cluster (sourced)
 #   admin.properties             client settings for the readiness probes
 #   node<i>/server.properties    node i's config (node.id=i)
-#   node<i>/data/                its log dir (KRaft metadata and topics)
+#   node<i>/_data/               its log dir (KRaft metadata and topics;
+#                                "_": not walked by go list ./...)
 #   node<i>/kafka.log            its stdout and stderr, appended on restart
 #   node<i>/kafka.pid            its pid
 #   node<i>/format.log           StorageTool's output

@@ -99,7 +99,7 @@ if [[ ! -f $lib/.pom-sha256 || $(cat "$lib/.pom-sha256") != $(sha256sum "$dir/po
 fi
 
 rm -rf "$run"
-mkdir -p "$run/data" "$run/tls"
+mkdir -p "$run/_data" "$run/tls"
 chmod 700 "$run"
 
 secret() { head -c 18 /dev/urandom | base64 | tr '+/' 'xy'; }
@@ -152,7 +152,7 @@ listener.security.protocol.map=SASL_SSL:SASL_SSL,SSL:SSL,CONTROLLER:SSL
 inter.broker.listener.name=SSL
 controller.listener.names=CONTROLLER
 controller.quorum.bootstrap.servers=127.0.0.1:$cport
-log.dirs=$run/data
+log.dirs=$run/_data
 
 # TLS: the broker's key and the CA the listeners trust for client
 # certificates. The SSL and controller listeners require one (mTLS); the

@@ -11,7 +11,11 @@
 #
 # Needs Java 17+ and Maven (the jars come from Maven Central through pom.xml
 # into lib/, once). Everything the broker writes goes to run/ (gitignored):
-# server.properties, data/, kafka.log, kafka.pid.
+# server.properties, _data/, kafka.log, kafka.pid. The log dir's leading
+# underscore keeps `go list ./...` (and go test, go vet) from walking the
+# topic directories the broker creates and deletes while the tests run: a
+# directory deleted mid-walk failed the pattern ("open …-delete: no such
+# file or directory").
 #
 # Environment:
 #   KAFKA_PORT             client (PLAINTEXT) port, default 9092
@@ -169,7 +173,7 @@ start_cluster() {
 
   for ((i = 1; i <= nodes; i++)); do
     nd=$crun/node$i p=$(client_port "$i") cp=$(controller_port "$i")
-    mkdir -p "$nd/data"
+    mkdir -p "$nd/_data"
     cat >"$nd/server.properties" <<PROPS
 # Written by scripts/kafka/start.sh: node $i of a $nodes-node test cluster,
 # broker and controller in one JVM.
@@ -182,7 +186,7 @@ inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
 # Dynamic KRaft quorum of all $nodes nodes, formatted with --initial-controllers.
 controller.quorum.bootstrap.servers=$bootstrap
-log.dirs=$nd/data
+log.dirs=$nd/_data
 
 # Replication: every topic on all $nodes nodes by default, acks=all needs
 # $minisr in sync, and an out-of-sync replica never becomes leader.
@@ -300,7 +304,7 @@ resolve_jars
 
 # --- Fresh config and storage ----------------------------------------------
 rm -rf "$run"
-mkdir -p "$run/data"
+mkdir -p "$run/_data"
 
 cat >"$run/server.properties" <<EOF
 # Written by scripts/kafka/start.sh: one combined broker+controller for tests.
@@ -313,7 +317,7 @@ inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
 # Dynamic KRaft quorum of one, formatted with --standalone.
 controller.quorum.bootstrap.servers=127.0.0.1:$cport
-log.dirs=$run/data
+log.dirs=$run/_data
 
 # Transactions and groups on a single node.
 num.partitions=1
