@@ -16,6 +16,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/runtime"
 )
 
 // An output topic deleted while the application runs stops Run, under
@@ -133,4 +134,39 @@ func deleteTopicNow(t *testing.T, env *kafkatest.Env, topic string) {
 		r, err := m.RequestWith(ctx, cl)
 		return err == nil && len(r.Topics) == 1 && r.Topics[0].ErrorCode != 0
 	}, 20*time.Second, 50*time.Millisecond, "topic %s still listed", topic)
+}
+
+// A record larger than the output topic's max.message.bytes (below weir's
+// own 1 MiB limit, so the broker is the one to refuse it) stops Run under
+// both guarantees with an error naming the topic and the Kafka error,
+// instead of retrying a record no retry delivers.
+func TestRecordTheTopicRejectsStopsRun(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		for _, g := range []weir.Guarantee{weir.AtLeastOnce, weir.ExactlyOnce} {
+			t.Run(g.String(), func(t *testing.T) {
+				in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+				kafkatest.CreateTopic(t, env, in, 2)
+				kafkatest.CreateTopic(t, env, out, 2, map[string]string{"max.message.bytes": "2000"})
+				inst := startInstance(t, wordCountTopology(t, in, out), env, kafkatest.GroupID(t), weir.WithGuarantee(g))
+				want := map[string]int64{}
+				produceLines(t, env, in, 0, 10, []string{"a", "b"}, want)
+				waitForCounts(t, env, out, want)
+				// A 5,000-byte word: its count's key is over the topic's limit.
+				produceLines(t, env, in, 10, 1, []string{strings.Repeat("w", 5000)}, map[string]int64{})
+				var err error
+				start := time.Now()
+				select {
+				case err = <-inst.done:
+				case <-time.After(60 * time.Second):
+					inst.cancel()
+					<-inst.done
+					t.Fatal("Run did not return within 60s of a record the topic rejects")
+				}
+				t.Logf("Run returned after %v: %v", time.Since(start).Round(time.Millisecond), err)
+				require.ErrorIs(t, err, runtime.ErrOutputFatal)
+				require.True(t, strings.Contains(err.Error(), `topic "`+out+`" rejects a record`), err.Error())
+				require.False(t, strings.Contains(err.Error(), "circuit breaker"), err.Error())
+			})
+		}
+	})
 }

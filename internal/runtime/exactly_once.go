@@ -64,7 +64,15 @@ func (t *txnOutput) Send(ctx context.Context, r kafka.Record) error {
 	if rewindable(err) || errors.Is(err, txn.ErrNoTransaction) {
 		return fmt.Errorf("%w: %w", ErrRewind, err)
 	}
-	return fmt.Errorf("runtime: send: %w", err)
+	if Stopped(ctx, err) {
+		return fmt.Errorf("runtime: send: %w", err)
+	}
+	if fatal := t.rt.explainOutput(ctx, err); fatal != nil {
+		err = fatal
+	}
+	// The transaction cannot commit: the epoch ends the application.
+	t.fatal = t.rt.failing(fmt.Errorf("runtime: send: %w", err))
+	return t.fatal
 }
 
 // commit ends the open transaction with the offsets and opens the next. An
@@ -72,6 +80,10 @@ func (t *txnOutput) Send(ctx context.Context, r kafka.Record) error {
 // one that only moved offsets (its records were all filtered out) commits
 // them.
 func (t *txnOutput) commit(ctx context.Context, positions Positions, s kafka.Session) error {
+	if t.fatal != nil {
+		// A transaction that cannot commit: no waiting for its records.
+		return t.fatal
+	}
 	if s == nil || (t.sent.Load() == 0 && maps.Equal(positions, t.last)) {
 		return nil
 	}
