@@ -133,9 +133,9 @@ func (a *App) Run(ctx context.Context) error {
 	a.state.set(Starting, nil)
 	err := a.run(ctx)
 	if err != nil {
-		a.state.set(Failed, err)
+		a.state.end(Failed, err)
 	} else {
-		a.state.set(Stopped, nil)
+		a.state.end(Stopped, nil)
 	}
 	return err
 }

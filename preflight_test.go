@@ -78,6 +78,8 @@ func TestMisconfiguredTopologyFailsAtStart(t *testing.T) {
 						require.ErrorIs(t, err, tc.is, "%s %s", mode, g)
 						require.True(t, strings.Contains(err.Error(), tc.want(appID, out)), "%s %s: %v", mode, g, err)
 						require.Less(t, took, 10*time.Second, "%s %s", mode, g)
+						require.Equal(t, weir.Failed, app.State().State, "%s %s", mode, g)
+						require.ErrorIs(t, app.State().Err, tc.is, "%s %s", mode, g)
 						t.Logf("%s %s: Run returned after %v: %v", mode, g, took.Round(time.Millisecond), err)
 					}
 				}

@@ -102,9 +102,14 @@ func (st *stateTracker) status() Status {
 }
 
 // set changes the base state; err is kept for Retrying and Failed.
-func (st *stateTracker) set(s State, err error) {
+func (st *stateTracker) set(s State, err error) { st.change(s, err, false) }
+
+// end sets the state Run ends in, Failed or not.
+func (st *stateTracker) end(s State, err error) { st.change(s, err, true) }
+
+func (st *stateTracker) change(s State, err error, final bool) {
 	st.mu.Lock()
-	if st.base == Failed && s != Failed && s != Starting {
+	if st.base == Failed && s != Failed && s != Starting && !final {
 		st.mu.Unlock() // Failed lasts until the next Run starts
 		return
 	}
