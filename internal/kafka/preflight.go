@@ -22,6 +22,9 @@ type TopicFacts struct {
 	// "compact,delete"), "" when it was not asked for or the topic does
 	// not exist.
 	CleanupPolicy string
+	// Unauthorized: the cluster refused to describe the topic
+	// (TOPIC_AUTHORIZATION_FAILED); Partitions is then 0.
+	Unauthorized bool
 }
 
 // Exists reports whether the topic exists.
@@ -40,15 +43,27 @@ func (a *Admin) TopicFacts(ctx context.Context, topics, withPolicy []string) (ma
 	if len(topics) == 0 {
 		return out, nil
 	}
-	found, err := a.describe(ctx, topics)
+	var mds []*sarama.TopicMetadata
+	err := a.retry(ctx, func() (err error) {
+		mds, err = a.admin.DescribeTopics(topics)
+		return err
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kafka: describe topics %v: %w", topics, err)
 	}
 	for _, t := range topics {
-		if md, ok := found[t]; ok {
-			out[t] = TopicFacts{Partitions: int32(len(md.Partitions))}
-		} else {
-			out[t] = TopicFacts{}
+		out[t] = TopicFacts{}
+	}
+	for _, md := range mds {
+		switch {
+		case md == nil:
+		case errors.Is(md.Err, sarama.ErrNoError), errors.Is(md.Err, sarama.ErrLeaderNotAvailable):
+			out[md.Name] = TopicFacts{Partitions: int32(len(md.Partitions))}
+		case errors.Is(md.Err, sarama.ErrUnknownTopicOrPartition):
+		case errors.Is(md.Err, sarama.ErrTopicAuthorizationFailed):
+			out[md.Name] = TopicFacts{Unauthorized: true}
+		default:
+			return nil, fmt.Errorf("kafka: describe topic %q: %w", md.Name, md.Err)
 		}
 	}
 	var resources []*sarama.ConfigResource
@@ -72,7 +87,11 @@ func (a *Admin) TopicFacts(ctx context.Context, topics, withPolicy []string) (ma
 	}
 	for _, r := range results {
 		if r.ErrorCode != 0 {
-			return nil, fmt.Errorf("kafka: describe configs of topic %q: %w", r.Name, sarama.KError(r.ErrorCode))
+			err := sarama.KError(r.ErrorCode)
+			if AuthorizationFailed(err) {
+				return nil, fmt.Errorf("kafka: describe configs of topic %q: %w (an ACL granting DescribeConfigs on it is needed)", r.Name, err)
+			}
+			return nil, fmt.Errorf("kafka: describe configs of topic %q: %w", r.Name, err)
 		}
 		f, ok := out[r.Name]
 		if !ok {

@@ -25,6 +25,10 @@ import (
 // changelog that is not compacted.
 var ErrInternalTopic = errors.New("runtime: internal topic does not fit")
 
+// ErrNotAuthorized is wrapped by the errors for a topic the cluster does
+// not let the application describe: an ACL is missing.
+var ErrNotAuthorized = errors.New("runtime: not authorized")
+
 // PreflightOptions say what a preflight checks besides the topology's own
 // topics.
 type PreflightOptions struct {
@@ -90,14 +94,18 @@ func PreflightTopics(req Requirements, opts PreflightOptions) (all, withPolicy [
 // sides of a join, a repartition topic weir would create among them — that
 // are not co-partitioned (ErrCoPartitioning), and an existing internal
 // topic with another partition count than weir needs or a changelog that
-// is not compacted (ErrInternalTopic).
+// is not compacted (ErrInternalTopic), a topic the cluster refuses to
+// describe (ErrNotAuthorized, naming the ACL).
 func CheckTopics(req Requirements, facts map[string]kafka.TopicFacts, opts PreflightOptions) (*TopicPlan, []kafka.TopicSpec, error) {
 	var errs []error
 	external := map[string]int32{}
 	for _, t := range req.ExternalSources() {
-		if f := facts[t]; f.Exists() {
+		switch f := facts[t]; {
+		case f.Exists():
 			external[t] = f.Partitions
-		} else {
+		case f.Unauthorized:
+			errs = append(errs, fmt.Errorf("%w: source topic %q: the cluster refuses to describe it (an ACL granting Read on it is needed)", ErrNotAuthorized, t))
+		default:
 			errs = append(errs, fmt.Errorf("%w: source topic %q does not exist", ErrMissingTopic, t))
 		}
 	}
@@ -107,6 +115,8 @@ func CheckTopics(req Requirements, facts map[string]kafka.TopicFacts, opts Prefl
 		for _, t := range sinks {
 			switch {
 			case facts[t].Exists():
+			case facts[t].Unauthorized:
+				errs = append(errs, fmt.Errorf("%w: sink topic %q: the cluster refuses to describe it (an ACL granting Write on it is needed)", ErrNotAuthorized, t))
 			case opts.CreateSinks != nil:
 				create = append(create, opts.CreateSinks.spec(t, opts.Internal.ReplicationFactor))
 			default:
@@ -123,6 +133,11 @@ func CheckTopics(req Requirements, facts map[string]kafka.TopicFacts, opts Prefl
 	}
 	for _, it := range plan.Internal {
 		f := facts[it.Name]
+		if f.Unauthorized {
+			errs = append(errs, fmt.Errorf("%w: internal topic %q: the cluster refuses to describe it (ACLs granting Create, Read and Write on it are needed, e.g. prefixed %q)",
+				ErrNotAuthorized, it.Name, req.ApplicationID+"-"))
+			continue
+		}
 		if !f.Exists() {
 			if it.Partitions > 0 {
 				create = append(create, opts.Internal.spec(it.Name, it.Partitions, it.Compacted))
@@ -138,6 +153,8 @@ func CheckTopics(req Requirements, facts map[string]kafka.TopicFacts, opts Prefl
 			f := facts[dlq]
 			switch {
 			case plan.Partitions[sub] == 0: // unknown: reported above
+			case f.Unauthorized:
+				errs = append(errs, fmt.Errorf("%w: dead-letter topic %q: the cluster refuses to describe it (ACLs granting Create and Write on it are needed)", ErrNotAuthorized, dlq))
 			case !f.Exists():
 				create = append(create, opts.Internal.spec(dlq, plan.Partitions[sub], false))
 			case f.Partitions != plan.Partitions[sub]:

@@ -92,6 +92,16 @@ func TestCheckTopicsReportsEveryProblem(t *testing.T) {
 		require.ErrorIs(t, err, runtime.ErrInternalTopic)
 		require.ErrorContains(t, err, `changelog topic "`+changelog+`" has 2 partitions; weir needs 4 (the partition count of sub-topology 1, which owns its store)`)
 	})
+	t.Run("topics the cluster refuses to describe", func(t *testing.T) {
+		f := good()
+		f["users"] = kafka.TopicFacts{Unauthorized: true}
+		f["out"] = kafka.TopicFacts{Unauthorized: true}
+		_, _, err := runtime.CheckTopics(req, f, runtime.PreflightOptions{})
+		require.ErrorIs(t, err, runtime.ErrNotAuthorized)
+		require.ErrorContains(t, err, `source topic "users": the cluster refuses to describe it (an ACL granting Read on it is needed)`)
+		require.ErrorContains(t, err, `sink topic "out": the cluster refuses to describe it (an ACL granting Write on it is needed)`)
+		require.NotErrorIs(t, err, runtime.ErrMissingTopic)
+	})
 	t.Run("missing sources", func(t *testing.T) {
 		f := good()
 		delete(f, "orders")
