@@ -121,10 +121,24 @@ func (c *config) kafkaConfig() kafka.Config {
 	return kc
 }
 
-// Run connects, prepares the topics (the sources must exist; internal
-// topics are created), joins the consumer group and processes until ctx is
-// done — a graceful stop that commits what was processed — or a fatal
-// error. It returns only after every goroutine it started has ended.
+// Run connects, runs the preflight (see Check) and creates the internal
+// topics, joins the consumer group and processes until ctx is done — a
+// graceful stop that commits what was processed, and a nil error — or a
+// fatal error. It returns only after every goroutine it started has ended.
+// State tells where it is.
+//
+// Errors, each naming its topic, partition or record where there is one
+// (match them with errors.Is):
+//   - ErrRunning: Run is already running.
+//   - At start, every problem of the preflight at once (errors.Join):
+//     ErrMissingTopic, ErrCoPartitioning, ErrInternalTopic,
+//     ErrNotAuthorized, ErrTransactionsUnavailable.
+//   - While running: ErrOutputFatal for an output no retry delivers (a
+//     topic deleted, a write not authorized, a record the topic
+//     rejects), under both guarantees; a bad record under the Fail policy;
+//     statestore.ErrStagingFull; a consumer-group error no rejoin cures
+//     (authorization, a fenced static member, an invalid session
+//     timeout).
 func (a *App) Run(ctx context.Context) error {
 	if !a.running.CompareAndSwap(false, true) {
 		return ErrRunning

@@ -108,8 +108,8 @@ func TestAppCheck(t *testing.T) {
 		app, err := weir.New(wordCountTopology(t, in, out), append(baseOptions(t, env, appID), weir.WithGuarantee(weir.ExactlyOnce))...)
 		require.NoError(t, err)
 		err = app.Check(t.Context())
-		require.ErrorIs(t, err, runtime.ErrMissingTopic)
-		require.ErrorIs(t, err, runtime.ErrInternalTopic)
+		require.ErrorIs(t, err, weir.ErrMissingTopic)
+		require.ErrorIs(t, err, weir.ErrInternalTopic)
 		require.Len(t, strings.Split(err.Error(), "\n"), 2, err.Error())
 
 		app, err = weir.New(wordCountTopology(t, in, out), append(baseOptions(t, env, appID+"-2"), weir.WithCreateSinkTopics(2, nil))...)
