@@ -12,6 +12,8 @@ import (
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/topology"
 )
 
 // A misconfigured topology stops Run at start, before it joins the group,
@@ -147,5 +149,32 @@ func TestCreateSinkTopics(t *testing.T) {
 		want := map[string]int64{}
 		produceLines(t, env, in, 0, 10, []string{"a", "b"}, want)
 		waitForCounts(t, env, out, want)
+	})
+}
+
+// A join whose sides have different partition counts stops Run at start
+// under both guarantees, naming both topics and their counts.
+func TestJoinNotCoPartitionedFailsAtStart(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		for _, g := range []weir.Guarantee{weir.AtLeastOnce, weir.ExactlyOnce} {
+			orders, users, out := kafkatest.Topic(t), kafkatest.Topic(t), kafkatest.Topic(t)
+			kafkatest.CreateTopic(t, env, orders, 2)
+			kafkatest.CreateTopic(t, env, users, 3)
+			kafkatest.CreateTopic(t, env, out, 2)
+			b := topology.NewBuilder()
+			o := topology.NewStream(b, orders, serde.String(), serde.String())
+			u := topology.NewTable(b, users, serde.String(), serde.String(), topology.Materialized("users"))
+			topology.Join(o, u, func(_, ov, uv string) string { return ov + uv }).To(out)
+			topo, err := b.Build()
+			require.NoError(t, err)
+			app, err := weir.New(topo, append(baseOptions(t, env, kafkatest.GroupID(t)), weir.WithGuarantee(g))...)
+			require.NoError(t, err)
+			start := time.Now()
+			err = app.Run(t.Context())
+			require.ErrorIs(t, err, weir.ErrCoPartitioning, "%s", g)
+			require.Less(t, time.Since(start), 10*time.Second)
+			require.True(t, strings.Contains(err.Error(), `reads "`+orders+`" (2 partitions) and "`+users+`" (3 partitions)`), err.Error())
+			t.Logf("%s: %v", g, err)
+		}
 	})
 }
