@@ -28,6 +28,7 @@ func TestDeletedSinkTopicStopsRun(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		for _, g := range []weir.Guarantee{weir.AtLeastOnce, weir.ExactlyOnce} {
 			t.Run(g.String(), func(t *testing.T) {
+				skipSaramaRace(t, g)
 				in, out := kafkatest.Topic(t), kafkatest.Topic(t)
 				kafkatest.CreateTopic(t, env, in, 2)
 				kafkatest.CreateTopic(t, env, out, 2)
@@ -144,6 +145,7 @@ func TestRecordTheTopicRejectsStopsRun(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		for _, g := range []weir.Guarantee{weir.AtLeastOnce, weir.ExactlyOnce} {
 			t.Run(g.String(), func(t *testing.T) {
+				skipSaramaRace(t, g)
 				in, out := kafkatest.Topic(t), kafkatest.Topic(t)
 				kafkatest.CreateTopic(t, env, in, 2)
 				kafkatest.CreateTopic(t, env, out, 2, map[string]string{"max.message.bytes": "2000"})
@@ -169,4 +171,14 @@ func TestRecordTheTopicRejectsStopsRun(t *testing.T) {
 			})
 		}
 	})
+}
+
+// skipSaramaRace skips an exactly-once case whose transactional batches
+// fail: under -race they trip a data race inside sarama v1.61.1
+// (transactionManager.transitionTo vs publishTxnPartitions), as in
+// TestExactlyOnceSurvivesFailedTransactions; CI runs them without -race.
+func skipSaramaRace(t *testing.T, g weir.Guarantee) {
+	if raceEnabled && g == weir.ExactlyOnce {
+		t.Skip("sarama v1.61.1 has a data race on failed transactional batches")
+	}
 }
