@@ -2,7 +2,6 @@ package topology
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/weirstream/weir/processor"
@@ -246,19 +245,19 @@ func JoinStreams[K, V1, V2, VR any](a Stream[K, V1], c Stream[K, V2], joiner fun
 	thisStore, otherStore := name+"-this-store", name+"-other-store"
 	ks, v1s, v2s := left.ks, left.vs, right.vs
 	before, after := w.before.Milliseconds(), w.after.Milliseconds()
-	clocks := newJoinClocks()
+	times := name + "-stream-times"
 	ln := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
 			return &streamJoinSide[K, V1, V2, VR]{own: thisStore, other: otherStore, ks: ks, vs: v1s, vos: v2s,
-				before: before, after: after, retention: w.retention(), join: joiner, clocks: clocks, side: 0}
+				before: before, after: after, retention: w.retention(), join: joiner, times: times, side: 0}
 		},
 	}, "", config{name: name + "-this"}, left.node)
 	rn := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
 			return &streamJoinSide[K, V2, V1, VR]{own: otherStore, other: thisStore, ks: ks, vs: v2s, vos: v1s,
-				before: after, after: before, retention: w.retention(), clocks: clocks, side: 1,
+				before: after, after: before, retention: w.retention(), times: times, side: 1,
 				join: func(k K, v2 V2, v1 V1) VR { return joiner(k, v1, v2) }}
 		},
 	}, "", config{name: name + "-other"}, right.node)
@@ -270,49 +269,15 @@ func JoinStreams[K, V1, V2, VR any](a Stream[K, V1], c Stream[K, V2], joiner fun
 		b.addStore(spec, rn)
 		b.connectStore(ln, otherStore)
 		b.connectStore(rn, thisStore)
+		// Each side's largest stored timestamp, which the other side's
+		// reads are bounded by; logged, so a restored task keeps it, as
+		// Kafka Streams' window stores do.
+		b.addStore(statestore.Spec{Name: times, Kind: statestore.KindKeyValue, Logged: true}, ln)
+		b.stores[times].companion = true
+		b.connectStore(rn, times)
 	}
 	merge := b.stateless("", config{name: name + "-merge"}, forwardAll, ln, rn)
 	return Stream[K, VR]{b: b, node: merge, ks: left.ks, vs: inferSerde[VR]()}
-}
-
-// joinClocks holds, per task, the largest timestamp stored on each side of
-// a stream-stream join: a side reads the other's (Kafka Streams' window
-// stores each track their own). The two sides of one task share an entry,
-// found by the store instance they share (the left side's), so that tasks
-// of different partitions, applications and test drivers built from one
-// topology never share one; they may run concurrently.
-type joinClocks struct {
-	mu    sync.Mutex
-	tasks map[statestore.WindowStore]*joinClock
-}
-
-type joinClock struct {
-	observed [2]int64 // per side; -1 before its first record
-	refs     int
-}
-
-func newJoinClocks() *joinClocks { return &joinClocks{tasks: map[statestore.WindowStore]*joinClock{}} }
-
-func (c *joinClocks) acquire(id statestore.WindowStore) *joinClock {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	jc, ok := c.tasks[id]
-	if !ok {
-		jc = &joinClock{observed: [2]int64{-1, -1}}
-		c.tasks[id] = jc
-	}
-	jc.refs++
-	return jc
-}
-
-func (c *joinClocks) release(id statestore.WindowStore) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if jc, ok := c.tasks[id]; ok {
-		if jc.refs--; jc.refs <= 0 {
-			delete(c.tasks, id)
-		}
-	}
 }
 
 // streamJoinSide stores the records of one side of a stream-stream join and
@@ -325,13 +290,24 @@ type streamJoinSide[K, V, VO, VR any] struct {
 	before, after int64
 	retention     int64
 	join          func(K, V, VO) VR
-	clocks        *joinClocks
-	side          int // 0 this (left), 1 other (right)
+	times         string // the store of both sides' largest stored timestamps
+	side          int    // 0 this (left), 1 other (right)
 
-	shared               statestore.WindowStore // the left side's store: the key of the task's clock
-	clock                *joinClock             // shared by both sides of the task; one goroutine owns a task
 	ownStore, otherStore statestore.WindowStore
+	observed             *statestore.KV[string, int64]
 	expired              int64
+}
+
+// sideKeys are the keys of the two sides in the stream-times store.
+var sideKeys = [2]string{"this", "other"}
+
+// observed returns the largest timestamp stored on side, or -1.
+func (p *streamJoinSide[K, V, VO, VR]) observedOf(side int) (int64, error) {
+	ts, ok, err := p.observed.Get(sideKeys[side])
+	if err != nil || !ok {
+		return -1, err
+	}
+	return ts, nil
 }
 
 func (p *streamJoinSide[K, V, VO, VR]) Init(ctx processor.Context[any, any]) error {
@@ -349,21 +325,9 @@ func (p *streamJoinSide[K, V, VO, VR]) Init(ctx processor.Context[any, any]) err
 		}
 		*x.dst = ws
 	}
-	p.shared = p.ownStore
-	if p.side == 1 {
-		p.shared = p.otherStore
-	}
-	p.clock = p.clocks.acquire(p.shared)
-	return nil
-}
-
-// Close releases the task's shared clock.
-func (p *streamJoinSide[K, V, VO, VR]) Close() error {
-	if p.clock != nil {
-		p.clocks.release(p.shared)
-		p.clock = nil
-	}
-	return nil
+	kv, err := processor.KeyValueStore(ctx, p.times, serde.String(), serde.Int64())
+	p.observed = kv
+	return err
 }
 
 func (p *streamJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
@@ -376,12 +340,24 @@ func (p *streamJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any, any], 
 		return err
 	}
 	ts := r.Timestamp.UnixMilli()
-	obs := &p.clock.observed[p.side]
-	*obs = max(*obs, ts)
-	if err := p.process(ctx, r, tr, ts); err != nil {
+	own, err := p.observedOf(p.side)
+	if err != nil {
 		return fmt.Errorf("topology: stream join %q: %w", p.own, err)
 	}
-	if cutoff := *obs - p.retention; cutoff > p.expired {
+	if ts > own {
+		own = ts
+		if err := p.observed.Put(sideKeys[p.side], ts); err != nil {
+			return fmt.Errorf("topology: stream join %q: %w", p.own, err)
+		}
+	}
+	other, err := p.observedOf(1 - p.side)
+	if err != nil {
+		return fmt.Errorf("topology: stream join %q: %w", p.own, err)
+	}
+	if err := p.process(ctx, r, tr, ts, own, other); err != nil {
+		return fmt.Errorf("topology: stream join %q: %w", p.own, err)
+	}
+	if cutoff := own - p.retention; cutoff > p.expired {
 		p.expired = cutoff
 		if err := p.ownStore.ExpireBefore(time.UnixMilli(cutoff)); err != nil {
 			return err
@@ -390,7 +366,9 @@ func (p *streamJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any, any], 
 	return nil
 }
 
-func (p *streamJoinSide[K, V, VO, VR]) process(ctx processor.Context[any, any], r processor.Record[any, any], tr processor.Record[K, V], ts int64) error {
+// process stores the record at ts and joins it; own and other are the
+// largest timestamps stored on this side and the other.
+func (p *streamJoinSide[K, V, VO, VR]) process(ctx processor.Context[any, any], r processor.Record[any, any], tr processor.Record[K, V], ts, own, other int64) error {
 	kb, err := p.ks.Serialize(p.own, tr.Key)
 	if err != nil {
 		return err
@@ -401,15 +379,15 @@ func (p *streamJoinSide[K, V, VO, VR]) process(ctx processor.Context[any, any], 
 	}
 	// A record older than its side's retention is not kept (it would not
 	// be read), but it still joins.
-	if ts > p.clock.observed[p.side]-p.retention {
+	if ts > own-p.retention {
 		if err := keepValue(p.ownStore, kb, ts, vb); err != nil {
 			return err
 		}
 	}
 	// The other side's records within its retention.
 	from := max(0, ts-p.before)
-	if o := p.clock.observed[1-p.side]; o >= 0 {
-		from = max(from, o-p.retention+1)
+	if other >= 0 {
+		from = max(from, other-p.retention+1)
 	}
 	to := max(0, ts+p.after)
 	if to < from {

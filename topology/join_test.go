@@ -132,7 +132,8 @@ func TestJoinOfRekeyedStreamRepartitions(t *testing.T) {
 
 // TestStreamStreamJoinDriversOfOneTopologyAreIndependent: each side's
 // retention is measured from the largest timestamp stored on that side, per
-// task; two drivers of one topology must not see each other's.
+// task (in the task's stream-times store); two drivers of one topology must
+// not see each other's.
 func TestStreamStreamJoinDriversOfOneTopologyAreIndependent(t *testing.T) {
 	b := topology.NewBuilder()
 	l := topology.NewStream(b, "l", serde.String(), serde.String())
