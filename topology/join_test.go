@@ -155,3 +155,41 @@ func TestStreamStreamJoinDriversOfOneTopologyAreIndependent(t *testing.T) {
 	pipe(drivers[1], "r", "b", 12)
 	require.Equal(t, []pair{{Key: "k", Value: "ab"}}, readPairs(t, drivers[1], "out"))
 }
+
+// TestJoinAndAggregateTimestamps pins Kafka Streams' timestamps (issue 21):
+// a table-table join result carries the later of the two sides'
+// timestamps, an aggregation's update the largest timestamp of its key.
+func TestJoinAndAggregateTimestamps(t *testing.T) {
+	b := topology.NewBuilder()
+	names := topology.NewTable(b, "names", serde.String(), serde.String(), topology.Materialized("names"))
+	cities := topology.NewTable(b, "cities", serde.String(), serde.String(), topology.Materialized("cities"))
+	topology.JoinTables(names, cities, func(_ string, n, c string) string { return n + "@" + c }).ToStream().To("people")
+	visits := topology.NewStream(b, "visits", serde.String(), serde.String())
+	visits.GroupByKey().Count().ToStream().To("visit-counts")
+	d := newDriver(t, b)
+	namesIn := topologytest.Input(d, "names", serde.String(), serde.String())
+	citiesIn := topologytest.Input(d, "cities", serde.String(), serde.String())
+	require.NoError(t, namesIn.Pipe("1", "Ann", ms(1005)))
+	require.NoError(t, citiesIn.Pipe("1", "Oslo", ms(1002)))  // joins Ann (1005)
+	require.NoError(t, namesIn.Pipe("1", "Anna", ms(1001)))   // joins Oslo (1002)
+	require.NoError(t, citiesIn.PipeTombstone("1", ms(1000))) // deletes Anna (1001)
+	out, err := topologytest.Output(d, "people", serde.String(), serde.String()).ReadRecords()
+	require.NoError(t, err)
+	var stamps []int64
+	for _, r := range out {
+		stamps = append(stamps, r.Timestamp.UnixMilli())
+	}
+	require.Equal(t, []int64{1005, 1002, 1001}, stamps)
+
+	visitsIn := topologytest.Input(d, "visits", serde.String(), serde.String())
+	for _, at := range []int64{1008, 1004, 1010} {
+		require.NoError(t, visitsIn.Pipe("ann", "v", ms(at)))
+	}
+	counts, err := topologytest.Output(d, "visit-counts", serde.String(), serde.Int64()).ReadRecords()
+	require.NoError(t, err)
+	stamps = stamps[:0]
+	for _, r := range counts {
+		stamps = append(stamps, r.Timestamp.UnixMilli())
+	}
+	require.Equal(t, []int64{1008, 1008, 1010}, stamps)
+}
