@@ -24,6 +24,8 @@
 //	stream-table-left  LeftJoin of the same
 //	table-table        JoinTables of tables "left" and "right"
 //	stream-stream      JoinStreams of streams "left" and "right", "before", "after", "grace"
+//	table-filter       NewTable + Filter (drops the value "filter"), table-mapvalues: + MapTableValues
+//	stateless          FlatMapValues (split on ",") + MapValues (upper case); merge: Merge of "left" and "right"
 //
 // "filter": v drops the input records whose value is v before the operator;
 // "rekey": true re-keys by the value's first character (a repartition);
@@ -34,5 +36,9 @@
 // "expect" is Kafka Streams' output, recorded by `weir-conformance -record`
 // from the oracle (kstreams/, a small Java program). go test checks weir
 // against it without Java (TestScripts); cmd/weir-conformance runs the
-// oracle again and checks both (CI).
+// oracle again and checks both (CI). A script that pins a documented
+// difference (docs/semantics.md) names it in "differs" and records weir's
+// own output in "weir". The engine tests run the scripts through the
+// continuous and micro-batch engines on the embedded broker and compare
+// with topologytest.
 package conformance
