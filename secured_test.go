@@ -25,6 +25,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/microbatch"
+	"github.com/weirstream/weir/topology"
 )
 
 // The secured tests run weir against the secured broker of
@@ -175,42 +176,34 @@ func (a aclEntry) String() string {
 }
 
 // requiredACLs is the minimal set of ACLs an application with id appID
-// that reads inputs and writes outputs needs, under either guarantee (the
-// list of docs/security.md):
+// that reads inputs and writes outputs needs (the list of
+// docs/security.md); TestSecuredRefusals removes each in turn:
 //
-//   - topics prefixed "<appID>-" (repartition and changelog topics): Create,
-//     Describe, DescribeConfigs, Read, Write;
-//   - the group <appID>: Read, Describe;
-//   - the input topics: Read, Describe;
-//   - the output topics: Write, Describe;
-//   - exactly-once only: transactional ids prefixed "<appID>-": Write,
-//     Describe.
+//   - topics prefixed "<appID>-" (repartition and changelog topics):
+//     Create, Read, Write, DescribeConfigs (the cleanup.policy of an
+//     existing changelog is checked at start);
+//   - the group <appID>: Read;
+//   - the input topics: Read;
+//   - the output topics: Write;
+//   - exactly-once only: transactional ids prefixed "<appID>-": Write.
 //
-// No cluster ACL: Kafka 3.0+ implies IdempotentWrite from Write on a topic
-// or a transactional id (KIP-679).
+// Describe is implied by Read and Write, and no cluster ACL is needed:
+// Kafka 3.0+ implies IdempotentWrite from Write on a topic or a
+// transactional id (KIP-679).
 func requiredACLs(appID string, exactlyOnce bool, inputs, outputs []string) []aclEntry {
 	var out []aclEntry
-	for _, op := range []kmsg.ACLOperation{kmsg.ACLOperationCreate, kmsg.ACLOperationDescribe,
-		kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationRead, kmsg.ACLOperationWrite} {
+	for _, op := range []kmsg.ACLOperation{kmsg.ACLOperationCreate, kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationDescribeConfigs} {
 		out = append(out, aclEntry{kmsg.ACLResourceTypeTopic, appID + "-", true, op})
 	}
-	out = append(out,
-		aclEntry{kmsg.ACLResourceTypeGroup, appID, false, kmsg.ACLOperationRead},
-		aclEntry{kmsg.ACLResourceTypeGroup, appID, false, kmsg.ACLOperationDescribe})
+	out = append(out, aclEntry{kmsg.ACLResourceTypeGroup, appID, false, kmsg.ACLOperationRead})
 	for _, in := range inputs {
-		out = append(out,
-			aclEntry{kmsg.ACLResourceTypeTopic, in, false, kmsg.ACLOperationRead},
-			aclEntry{kmsg.ACLResourceTypeTopic, in, false, kmsg.ACLOperationDescribe})
+		out = append(out, aclEntry{kmsg.ACLResourceTypeTopic, in, false, kmsg.ACLOperationRead})
 	}
 	for _, o := range outputs {
-		out = append(out,
-			aclEntry{kmsg.ACLResourceTypeTopic, o, false, kmsg.ACLOperationWrite},
-			aclEntry{kmsg.ACLResourceTypeTopic, o, false, kmsg.ACLOperationDescribe})
+		out = append(out, aclEntry{kmsg.ACLResourceTypeTopic, o, false, kmsg.ACLOperationWrite})
 	}
 	if exactlyOnce {
-		out = append(out,
-			aclEntry{kmsg.ACLResourceTypeTransactionalId, appID + "-", true, kmsg.ACLOperationWrite},
-			aclEntry{kmsg.ACLResourceTypeTransactionalId, appID + "-", true, kmsg.ACLOperationDescribe})
+		out = append(out, aclEntry{kmsg.ACLResourceTypeTransactionalId, appID + "-", true, kmsg.ACLOperationWrite})
 	}
 	return out
 }
@@ -368,6 +361,80 @@ func TestSecuredWordCount(t *testing.T) {
 			runSecuredWordCount(t, s, securedRun{
 				brokers: tc.brokers, principal: principal, security: opts, micro: tc.micro, exactly: tc.exact,
 			})
+		})
+	}
+}
+
+// runUntilError runs a fresh instance until Run returns, at most limit: a
+// refusal must stop it, not leave it retrying.
+func runUntilError(t *testing.T, topo *topology.Topology, brokers []string, appID string, limit time.Duration, opts ...weir.Option) error {
+	t.Helper()
+	app, err := weir.New(topo, append(baseOptions(t, &kafkatest.Env{Brokers: brokers}, appID), opts...)...)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), limit)
+	defer cancel()
+	start := time.Now()
+	err = app.Run(ctx)
+	require.Error(t, err, "Run returned nil")
+	require.Less(t, time.Since(start), limit, "Run did not stop by itself within %v: %v", limit, err)
+	return err
+}
+
+// TestSecuredRefusals: a wrong password, an unknown CA and each missing
+// ACL of the minimal set stop Run at start with an error naming what was
+// refused, rather than a hang or a retry loop.
+func TestSecuredRefusals(t *testing.T) {
+	s := secured(t)
+	admin := s.admin()
+	in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+	kafkatest.CreateTopic(t, admin, in, 4)
+	kafkatest.CreateTopic(t, admin, out, 4)
+	produceLines(t, admin, in, 0, 20, []string{"a", "b"}, map[string]int64{})
+	topo := wordCountTopology(t, in, out)
+	user, pw := s.newSCRAMUser(t, true)
+	const limit = 60 * time.Second
+
+	t.Run("wrong password", func(t *testing.T) {
+		err := runUntilError(t, topo, s.saslBrokers, "secured-"+randomSuffix(), limit,
+			weir.WithTLS(s.tlsConfig()), weir.WithSASL("SCRAM-SHA-512", user, "wrong"))
+		t.Logf("Run: %v", err)
+		require.ErrorContains(t, err, "invalid credentials with SASL mechanism SCRAM-SHA-512")
+	})
+	t.Run("unknown CA", func(t *testing.T) {
+		err := runUntilError(t, topo, s.saslBrokers, "secured-"+randomSuffix(), limit,
+			weir.WithTLS(&tls.Config{MinVersion: tls.VersionTLS12}), weir.WithSASL("SCRAM-SHA-512", user, pw))
+		t.Logf("Run: %v", err)
+		require.ErrorContains(t, err, "certificate signed by unknown authority")
+	})
+	t.Run("no client certificate", func(t *testing.T) {
+		err := runUntilError(t, topo, s.sslBrokers, "secured-"+randomSuffix(), limit, weir.WithTLS(s.tlsConfig()))
+		t.Logf("Run: %v", err)
+		require.ErrorContains(t, err, "tls: bad certificate")
+	})
+
+	opName := map[kmsg.ACLOperation]string{
+		kmsg.ACLOperationCreate: "Create", kmsg.ACLOperationRead: "Read", kmsg.ACLOperationWrite: "Write",
+		kmsg.ACLOperationDescribeConfigs: "DescribeConfigs",
+	}
+	for i := range requiredACLs("app", true, []string{in}, []string{out}) {
+		appID := "secured-" + randomSuffix()
+		acls := requiredACLs(appID, true, []string{in}, []string{out})
+		missing := acls[i]
+		acls = slices.Delete(acls, i, i+1)
+		t.Run("missing "+missing.String(), func(t *testing.T) {
+			// The changelog exists, as at a restart: its cleanup.policy is
+			// checked (DescribeConfigs) and the repartition topic is created.
+			kafkatest.CreateTopic(t, admin, appID+"-counts-changelog", 4, map[string]string{"cleanup.policy": "compact"})
+			u, p := s.newSCRAMUser(t, true)
+			s.grant(t, "User:"+u, acls)
+			err := runUntilError(t, topo, s.saslBrokers, appID, limit,
+				weir.WithTLS(s.tlsConfig()), weir.WithSASL("SCRAM-SHA-512", u, p), weir.WithGuarantee(weir.ExactlyOnce))
+			t.Logf("Run: %v", err)
+			require.ErrorContains(t, err, "not authorized")
+			require.ErrorContains(t, err, missing.name, "the error names the resource")
+			require.ErrorContains(t, err, "an ACL granting "+opName[missing.op], "the error names the operation")
 		})
 	}
 }

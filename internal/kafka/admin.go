@@ -123,6 +123,9 @@ func (a *Admin) EnsureTopics(ctx context.Context, specs []TopicSpec) error {
 			detail.ConfigEntries[k] = &v
 		}
 		err := a.retry(ctx, func() error { return a.admin.CreateTopic(s.Name, detail, false) })
+		if errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+			return fmt.Errorf("kafka: create topic %q: %w (an ACL granting Create on it is needed)", s.Name, err)
+		}
 		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 			return fmt.Errorf("kafka: create topic %q: %w", s.Name, err)
 		}

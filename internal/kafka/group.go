@@ -236,6 +236,13 @@ func (g *Group) Run(ctx context.Context, h Handler) error {
 	dispatcher.Go(rs.errs.run)
 	pump.Go(func() {
 		for err := range cg.Errors() {
+			// A fetch refused by the authorizer is refused again at every
+			// retry: sarama's partition consumer would go on asking while
+			// the member holds its partitions and processes nothing.
+			if errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+				rs.fail(wrapConsumerError(g.cfg.GroupID, err))
+				continue
+			}
 			rs.report(wrapConsumerError(g.cfg.GroupID, err))
 		}
 	})

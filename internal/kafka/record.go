@@ -158,7 +158,14 @@ func messageFromRecord(r Record) *sarama.ProducerMessage {
 func wrapConsumerError(groupID string, err error) error {
 	var ce *sarama.ConsumerError
 	if errors.As(err, &ce) {
+		if errors.Is(ce.Err, sarama.ErrTopicAuthorizationFailed) {
+			return &PartitionError{Topic: ce.Topic, Partition: ce.Partition,
+				Err: fmt.Errorf("%w (an ACL granting Read on topic %q is needed)", ce.Err, ce.Topic)}
+		}
 		return &PartitionError{Topic: ce.Topic, Partition: ce.Partition, Err: ce.Err}
+	}
+	if errors.Is(err, sarama.ErrGroupAuthorizationFailed) {
+		return fmt.Errorf("kafka: group %q: %w (an ACL granting Read on group %q is needed)", groupID, err, groupID)
 	}
 	return fmt.Errorf("kafka: group %q: %w", groupID, err)
 }

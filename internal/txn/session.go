@@ -170,6 +170,9 @@ func (s *Session) reset(ctx context.Context) error {
 		}
 		kind := classify(err, 0, false)
 		if kind == ErrFatal {
+			if errors.Is(err, sarama.ErrTransactionalIDAuthorizationFailed) {
+				err = fmt.Errorf("transactional id %q: %w (an ACL granting Write on it is needed)", s.cfg.TransactionalID, err)
+			}
 			return s.setFailure(stBroken, newError("init", ErrFatal, err))
 		}
 		// InitProducerId answers CONCURRENT_TRANSACTIONS while the old
