@@ -45,8 +45,8 @@ func (n ScriptNodes) Term(ctx context.Context, id int32) error { return n.run(ct
 func (n ScriptNodes) Start(ctx context.Context, id int32) error { return n.run(ctx, "start", id) }
 
 func (n ScriptNodes) run(ctx context.Context, verb string, id int32) error {
-	// node.sh start may take two attempts of 90 s each.
-	cctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	// node.sh start may take two attempts of up to 5 min each.
+	cctx, cancel := context.WithTimeout(ctx, 11*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(cctx, "bash", n.Script, verb, strconv.Itoa(int(id))).CombinedOutput()
 	if err != nil {

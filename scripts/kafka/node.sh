@@ -10,10 +10,11 @@
 #                     exits; SIGKILL and exit 1 after KAFKA_STOP_TIMEOUT
 #   node.sh start N   start it again on its existing config and data dir (no
 #                     reformat) and wait until it serves; nothing if running.
-#                     A start that does not serve within the timeout is
-#                     reported (startup steps, log tail, jstack of a hung
-#                     JVM in run-cluster/node<N>/threads-*.txt), killed and
-#                     tried once more
+#                     A start whose log stops growing for a minute, or
+#                     that does not serve within the timeout, is reported
+#                     (startup steps, log tail, jstack of a hung JVM in
+#                     run-cluster/node<N>/threads-*.txt), killed and tried
+#                     once more
 #   node.sh stop N    SIGSTOP: frozen, its sockets stay open
 #   node.sh cont N    SIGCONT: resume after stop
 #
@@ -26,7 +27,9 @@
 # cluster was started with. stop.sh stops all nodes, frozen ones included.
 #
 # Environment:
-#   KAFKA_START_TIMEOUT  seconds to wait for each start attempt, default 90
+#   KAFKA_START_TIMEOUT  seconds to wait for each start attempt, default 300
+#   KAFKA_STALL_TIMEOUT  seconds without a new log line after which a start
+#                        attempt counts as hung, default 60
 #   KAFKA_STOP_TIMEOUT   seconds to wait for term, default 30
 set -euo pipefail
 
@@ -53,7 +56,7 @@ up() { node_running "$n" "$pid"; }
 # loader's stack, the thread a first metadata publish runs on; then kill it.
 node_start_failed() {
   local n=$1 pid=$2 off=$3 nlog=$crun/node$1/kafka.log threads
-  log "node $n did not start (exited or not ready after ${4}s); its startup steps and problems:"
+  log "node $n did not start (exited, silent for ${stall}s or not ready after ${4}s); its startup steps and problems:"
   tail -c +$((off + 1)) "$nlog" | grep -E 'BrokerServer id=[0-9]+\] (Waiting|Finished waiting)|ERROR|FATAL' |
     tail -n 8 >&2 || true
   log "last lines of $nlog:"
@@ -105,18 +108,26 @@ start)
   if port_open "$p" || port_open "$cp"; then
     die "port $p or $cp (node $n) is in use by something else"
   fi
-  timeout=${KAFKA_START_TIMEOUT:-90}
-  # A second attempt if the first hangs: Kafka 4.4 was seen (once, in CI)
-  # to stop logging halfway through its first metadata publish after a
-  # SIGKILL and never serve. The stuck JVM's threads are saved first.
+  timeout=${KAFKA_START_TIMEOUT:-300} stall=${KAFKA_STALL_TIMEOUT:-60}
+  # A start is given up when its log has not grown for $stall s (hung) or
+  # after $timeout s in all — not while it makes progress: a broker
+  # restarted after a SIGKILL first recovers every partition it holds
+  # (805 took 42 s on a loaded machine, and a start killed halfway
+  # through would recover them all again). A second attempt if the first
+  # hangs: Kafka 4.4 was seen (once, in CI) to stop logging halfway through
+  # its first metadata publish after a SIGKILL and never serve. The stuck
+  # JVM's threads are saved first.
   for attempt in 1 2; do
     started=$SECONDS
     echo "[$(date -u '+%F %T')] node.sh: starting node $n again (attempt $attempt)" >>"$crun/node$n/kafka.log"
     node_launch "$n"
     pid=$launched_pid
     disown "$pid" # no "Killed" job notice if a hung attempt is killed
+    size=0 grew=$SECONDS
     while ! node_started "$n" "$log_offset"; do
-      if ! alive "$pid" || ((SECONDS - started >= timeout)); then
+      now=$(stat -c %s "$crun/node$n/kafka.log" 2>/dev/null || echo 0)
+      if ((now != size)); then size=$now grew=$SECONDS; fi
+      if ! alive "$pid" || ((SECONDS - started >= timeout || SECONDS - grew >= stall)); then
         break
       fi
       sleep 0.5
@@ -125,7 +136,7 @@ start)
       log "node $n serving again in $((SECONDS - started))s (pid $pid, $(node_addr "$n"), attempt $attempt)"
       exit 0
     fi
-    node_start_failed "$n" "$pid" "$log_offset" "$timeout"
+    node_start_failed "$n" "$pid" "$log_offset" "$((SECONDS - started))"
   done
   exit 1
   ;;
