@@ -165,11 +165,12 @@ func TestTableFilterAndMapValues(t *testing.T) {
 	require.NoError(t, in.Pipe("tea", 500, ms(3))) // no longer cheap: deleted
 	out, err := topologytest.Output(d, "cheap-labels", serde.String(), serde.String()).ReadRecords()
 	require.NoError(t, err)
-	require.Len(t, out, 3)
+	// car was never cheap: as in Kafka Streams, its update is no delete
+	// (issue 21; weir used to forward a tombstone for it).
+	require.Len(t, out, 2)
 	require.Equal(t, "tea costs 5", out[0].Value)
 	require.True(t, out[1].Tombstone)
-	require.Equal(t, "car", out[1].Key)
-	require.True(t, out[2].Tombstone)
+	require.Equal(t, "tea", out[1].Key)
 	cheapStore, err := topologytest.KeyValueStore(d, "cheap", serde.String(), serde.Int64())
 	require.NoError(t, err)
 	n, err := cheapStore.Store().ApproximateNumEntries()

@@ -142,7 +142,9 @@ func (t Table[K, V]) ToStream(opts ...Option) Stream[K, V] {
 }
 
 // Filter returns a table of the entries for which pred returns true. An
-// update that fails pred becomes a delete.
+// update that fails pred becomes a delete — forwarded only when the key is
+// in the filtered table, as in Kafka Streams (which knows the old value):
+// the filter keeps the keys it passed in a store, "<node>-present".
 func (t Table[K, V]) Filter(pred func(K, V) bool, opts ...Option) Table[K, V] {
 	return t.filter(pred, true, opts)
 }
@@ -154,24 +156,73 @@ func (t Table[K, V]) FilterNot(pred func(K, V) bool, opts ...Option) Table[K, V]
 
 func (t Table[K, V]) filter(pred func(K, V) bool, keep bool, opts []Option) Table[K, V] {
 	cfg := newConfig(opts)
-	n := t.b.stateless("KTABLE-FILTER", cfg, func(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-		if r.Value == nil {
-			return ctx.Forward(r)
-		}
-		tr, err := processor.Assert[K, V](r)
-		if err != nil {
-			return err
-		}
-		if pred(tr.Key, tr.Value) != keep {
-			r.Value = nil
-		}
-		return ctx.Forward(r)
-	}, t.node)
+	var present string // set once the node has its name; read when tasks start
+	ks := t.ks
+	n := t.b.addNode(&nodeDef{
+		kind: processor.KindProcessor,
+		newProc: func() processor.Processor[any, any, any, any] {
+			return &tableFilter[K, V]{store: present, ks: ks, pred: pred, keep: keep}
+		},
+	}, "KTABLE-FILTER", cfg, t.node)
+	present = n.name + "-present"
+	if t.ks == nil {
+		t.b.failf("table filter %q: no key serde for %s; set one with WithKeySerde", n.name, typeName[K]())
+	}
+	t.b.addStore(statestore.Spec{Name: present, Kind: statestore.KindKeyValue, Logged: true}, n)
+	if sd, ok := t.b.stores[present]; ok {
+		sd.companion = true
+	}
 	out := Table[K, V]{b: t.b, node: n, ks: t.ks, vs: t.vs}
 	if cfg.store != "" {
 		out = out.materialize("KTABLE-FILTER", cfg.store)
 	}
 	return out
+}
+
+// tableFilter filters table updates. It remembers which keys are in the
+// filtered table, so that a delete (an update failing the predicate, or a
+// tombstone) is forwarded only for a key that is there.
+type tableFilter[K, V any] struct {
+	store string
+	ks    serde.Serde[K]
+	pred  func(K, V) bool
+	keep  bool
+	kv    *statestore.KV[K, int64]
+}
+
+func (p *tableFilter[K, V]) Init(ctx processor.Context[any, any]) error {
+	kv, err := processor.KeyValueStore(ctx, p.store, p.ks, serde.Int64())
+	p.kv = kv
+	return err
+}
+
+func (p *tableFilter[K, V]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
+	if r.Key == nil {
+		ctx.Count(processor.MetricDroppedNull, 1)
+		return nil
+	}
+	tr, err := processor.Assert[K, V](r)
+	if err != nil {
+		return err
+	}
+	if r.Value != nil && p.pred(tr.Key, tr.Value) == p.keep {
+		if err := p.kv.Put(tr.Key, 1); err != nil {
+			return fmt.Errorf("topology: table filter: %w", err)
+		}
+		return ctx.Forward(r)
+	}
+	_, present, err := p.kv.Get(tr.Key)
+	if err != nil {
+		return fmt.Errorf("topology: table filter: %w", err)
+	}
+	if !present {
+		return nil // not in the filtered table: nothing to delete
+	}
+	if err := p.kv.Delete(tr.Key); err != nil {
+		return fmt.Errorf("topology: table filter: %w", err)
+	}
+	r.Value = nil
+	return ctx.Forward(r)
 }
 
 // MapTableValues returns a table whose values are fn of t's values. Deletes
