@@ -24,7 +24,9 @@ type Script struct {
 	Final   string  `json:"final,omitempty"`
 	Filter  *string `json:"filter,omitempty"`
 	Rekey   bool    `json:"rekey,omitempty"`
-	Inputs  []Input `json:"inputs"`
+	// Materialize gives a table operator's result a store of its own.
+	Materialize bool    `json:"materialize,omitempty"`
+	Inputs      []Input `json:"inputs"`
 	// Differs names a documented difference (docs/semantics.md): weir's
 	// output is then Weir, not Expect.
 	Differs string   `json:"differs,omitempty"`

@@ -143,7 +143,11 @@ func Build(b *topology.Builder, s *Script, prefix string) (Decoder, error) {
 			if s.Filter != nil {
 				drop = *s.Filter
 			}
-			t = t.Filter(func(_, v string) bool { return v != drop })
+			var fopts []topology.Option
+			if s.Materialize {
+				fopts = append(fopts, topology.Materialized(prefix+"filtered"))
+			}
+			t = t.Filter(func(_, v string) bool { return v != drop }, fopts...)
 		} else {
 			t = topology.MapTableValues(t, func(_, v string) string { return v + "!" })
 		}

@@ -210,7 +210,12 @@ public final class Oracle {
             Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("in-store"));
         if (op.equals("table-filter")) {
           String drop = str(s, "filter", "");
-          t = t.filter((k, v) -> !drop.equals(v));
+          if (s.path("materialize").asBoolean(false)) {
+            t = t.filter((k, v) -> !drop.equals(v), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("filtered")
+                .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()));
+          } else {
+            t = t.filter((k, v) -> !drop.equals(v));
+          }
         } else {
           t = t.mapValues(v -> v + "!");
         }
@@ -229,6 +234,10 @@ public final class Oracle {
     props.put(StreamsConfig.APPLICATION_ID_CONFIG, "conformance");
     props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
     props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+    // A state directory of its own: a script that fails leaves no lock
+    // behind, and two runs on one machine do not share RocksDB files.
+    java.nio.file.Path stateDir = java.nio.file.Files.createTempDirectory("weir-conformance-");
+    props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
     try (TopologyTestDriver d = new TopologyTestDriver(topology(s), props, Instant.ofEpochMilli(0))) {
       Map<String, TestInputTopic<String, String>> ins = new HashMap<>();
       TestOutputTopic<String, String> o = d.createOutputTopic("out", new StringDeserializer(), new StringDeserializer());
@@ -254,6 +263,18 @@ public final class Oracle {
         }
         i++;
       }
+    } finally {
+      deleteTree(stateDir.toFile());
     }
+  }
+
+  static void deleteTree(File f) {
+    File[] children = f.listFiles();
+    if (children != null) {
+      for (File c : children) {
+        deleteTree(c);
+      }
+    }
+    f.delete();
   }
 }
