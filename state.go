@@ -1,6 +1,7 @@
 package weir
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -89,10 +90,22 @@ type stateTracker struct {
 	listener  func(State, Status)
 	metrics   *metrics.Metrics
 	now       func() time.Time
+	// commit is the number of the Commit in progress (0: none) and stall
+	// its timer (see committing).
+	commit     uint64
+	stall      *time.Timer
+	stallAfter time.Duration
 }
 
+// CommitStall is how long a commit may take before the App reports itself
+// Retrying: outputs the brokers do not acknowledge (a partition without
+// enough in-sync replicas, a broker that does not answer) hold the commit,
+// and the producer's retries last longer than that.
+const CommitStall = 10 * time.Second
+
 func newStateTracker(listener func(State, Status), m *metrics.Metrics) *stateTracker {
-	return &stateTracker{listener: listener, metrics: m, now: time.Now, shown: Status{State: Created, Since: time.Now()}}
+	return &stateTracker{listener: listener, metrics: m, now: time.Now, stallAfter: CommitStall,
+		shown: Status{State: Created, Since: time.Now()}}
 }
 
 func (st *stateTracker) status() Status {
@@ -118,6 +131,39 @@ func (st *stateTracker) change(s State, err error, final bool) {
 		st.retryAt = st.now()
 	}
 	st.updateLocked()
+}
+
+// committing notes a commit that starts, and reports Retrying if it has
+// not ended after CommitStall.
+func (st *stateTracker) committing() {
+	st.mu.Lock()
+	st.commit++
+	n := st.commit
+	if st.stall != nil {
+		st.stall.Stop()
+	}
+	after := st.stallAfter
+	st.stall = time.AfterFunc(after, func() {
+		st.mu.Lock()
+		if st.commit != n {
+			st.mu.Unlock()
+			return
+		}
+		st.mu.Unlock()
+		st.set(Retrying, fmt.Errorf("weir: a commit has not completed for %v: the brokers have not acknowledged the outputs (a partition without enough in-sync replicas, a broker not answering?); the producer retries", after))
+	})
+	st.mu.Unlock()
+}
+
+// commitEnded notes the end of the commit in progress.
+func (st *stateTracker) commitEnded() {
+	st.mu.Lock()
+	st.commit++
+	if st.stall != nil {
+		st.stall.Stop()
+		st.stall = nil
+	}
+	st.mu.Unlock()
 }
 
 // retryCalm is how long after the last failure a commit with nothing to
@@ -191,7 +237,9 @@ func (st *stateTracker) updateLocked() {
 // hooks returns the runtime hooks that drive the state.
 func (st *stateTracker) hooks() runtime.Hooks {
 	return runtime.Hooks{
+		Committing: st.committing,
 		Committed: func(_ time.Duration, err error) {
+			st.commitEnded()
 			if err == nil {
 				st.committed()
 			}
@@ -215,6 +263,14 @@ func joinHooks(a, b runtime.Hooks) runtime.Hooks {
 			}
 			if b.Committed != nil {
 				b.Committed(took, err)
+			}
+		},
+		Committing: func() {
+			if a.Committing != nil {
+				a.Committing()
+			}
+			if b.Committing != nil {
+				b.Committing()
 			}
 		},
 		Rebalanced: func(g int32) { call1(a.Rebalanced, g); call1(b.Rebalanced, g) },

@@ -53,6 +53,9 @@ type Positions map[offsets.TopicPartition]int64
 // Once Kafka has the epoch, the tasks' staged state writes move into
 // Badger with their changelog checkpoints; after an abort they are dropped.
 func (r *Runtime) Commit(ctx context.Context, positions Positions, s kafka.Session) (err error) {
+	if hook := r.cfg.Hooks.Committing; hook != nil {
+		hook()
+	}
 	if hook := r.cfg.Hooks.Committed; hook != nil {
 		start := time.Now()
 		defer func() { hook(time.Since(start), err) }()

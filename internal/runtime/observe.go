@@ -17,6 +17,8 @@ import (
 // Hooks receive the runtime's events; they must be safe for concurrent use
 // and return quickly. Nil hooks are skipped.
 type Hooks struct {
+	// Committing is called when a Commit starts; Committed when it ends.
+	Committing func()
 	// Committed is called after every Commit: how long it took, and its
 	// error (nil for a commit).
 	Committed func(took time.Duration, err error)
