@@ -180,7 +180,7 @@ func (e *Engine) claim(ctx context.Context, c kafka.Claim) error {
 			return nil
 		case rec, open := <-c.Records():
 			if !open {
-				return e.endEpoch(ctx, c)
+				return e.cutOff(ctx, tp, e.endEpoch(ctx, c), rewind)
 			}
 			e.barrier.RLock()
 			select {
@@ -203,11 +203,36 @@ func (e *Engine) claim(ctx context.Context, c kafka.Claim) error {
 				return e.abort(ctx, err, rewind)
 			case err != nil:
 				// Commit what came before the failing record, then stop.
-				return errors.Join(err, e.endEpoch(ctx, c))
+				return e.cutOff(ctx, tp, errors.Join(err, e.endEpoch(ctx, c)), rewind)
 			}
 		}
 	}
 }
+
+// cutOff returns err, unless the group cut the claim off: a revoked claim
+// that has not ended its epoch within the rebalance timeout (its producer
+// waiting out a broker's outage, say) has its context cancelled, and the
+// send or flush that was waiting fails with it. Its partition is another
+// member's by then. That is not the application's failure but the epoch's:
+// every task rewinds to the committed offsets (the transaction is aborted)
+// and the member rejoins, as Kafka Streams' threads do when they lose a
+// task they were committing. Before, the member stopped ("output not sent:
+// … context canceled"; the three-broker reliability suite under load).
+func (e *Engine) cutOff(ctx context.Context, tp offsets.TopicPartition, err error, session <-chan struct{}) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	cause := fmt.Errorf("%w: the claim of %s/%d outlived the rebalance timeout: %w", runtime.ErrRewind, tp.Topic, tp.Partition, err)
+	// The claim's context is done; ending the transaction needs one that
+	// is not.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cutOffGrace)
+	defer cancel()
+	return e.abort(rctx, cause, session)
+}
+
+// cutOffGrace bounds the abort (or the producer's re-creation) after a
+// claim was cut off.
+const cutOffGrace = 30 * time.Second
 
 func (e *Engine) advance(tp offsets.TopicPartition, next int64) {
 	e.posMu.Lock()
