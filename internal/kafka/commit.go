@@ -202,6 +202,14 @@ func MemberGone(err error) bool {
 	return errors.Is(err, sarama.ErrUnknownMemberId) || errors.Is(err, sarama.ErrFencedInstancedId)
 }
 
+// GroupMoved reports an error that says the member's generation is over:
+// a rebalance is in progress or done (ILLEGAL_GENERATION,
+// REBALANCE_IN_PROGRESS), or the member is gone (MemberGone). Rejoining
+// cures it, and at once is best: the rebalance waits for the member.
+func GroupMoved(err error) bool {
+	return MemberGone(err) || errors.Is(err, sarama.ErrIllegalGeneration) || errors.Is(err, sarama.ErrRebalanceInProgress)
+}
+
 // cmpErr keeps the first non-nil error.
 func cmpErr(first, err error) error {
 	if first != nil {

@@ -136,8 +136,17 @@ func (t *txnOutput) recover(ctx context.Context, cause error) error {
 	} else if err := t.sess.Reset(ctx); err != nil {
 		return fmt.Errorf("runtime: reset: %w (transaction: %w)", err, cause)
 	}
-	t.rewinds++
-	wait := rewindBackoff(t.rewinds)
+	// A rewind because the group moved on (a rebalance fenced the
+	// epoch's offset commit) is cured by rejoining, which the engine does
+	// at once; waiting would make this member join the rebalance late, its
+	// rejoin would start another one, and that one would fence the other
+	// members' epochs in turn — on a loaded three-broker cluster the group
+	// then spent minutes rebalancing (reliability suite, seed 797498). So
+	// such a rewind neither waits nor counts towards the backoff.
+	if !kafka.GroupMoved(cause) {
+		t.rewinds++
+	}
+	wait := rewindWait(t.rewinds, cause)
 	if err := pauseCtx(ctx, wait); err != nil {
 		return fmt.Errorf("runtime: rewind: %w (transaction: %w)", err, cause)
 	}
@@ -150,6 +159,15 @@ func (t *txnOutput) recover(ctx context.Context, cause error) error {
 		return fmt.Errorf("%w (%d in a row; retried after %v): %w", ErrRewind, t.rewinds, wait, cause)
 	}
 	return fmt.Errorf("%w: %w", ErrRewind, cause)
+}
+
+// rewindWait is the wait before a rewind, the n-th in a row, starts
+// again: none if the group moved on (see recover), else rewindBackoff.
+func rewindWait(n int, cause error) time.Duration {
+	if kafka.GroupMoved(cause) {
+		return 0
+	}
+	return rewindBackoff(n)
 }
 
 // rewindBackoff is the wait before the n-th rewind in a row starts again:
