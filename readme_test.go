@@ -187,6 +187,15 @@ var docCommands = []docEntry{
 		ciRuns(t, `\$\(KAFKA_NODES=3 bash scripts/kafka/start\.sh </dev/null\)`)
 	}},
 	{`bash scripts/kafka/stop\.sh`, func(t *testing.T, _ string) { ciRuns(t, `^  bash scripts/kafka/stop\.sh`) }},
+	{`bash scripts/kafka/start-secure\.sh`, func(t *testing.T, _ string) {
+		ciRuns(t, `bash scripts/kafka/start-secure\.sh </dev/null`)
+	}},
+	{`bash scripts/kafka/stop\.sh secure`, func(t *testing.T, _ string) { ciRuns(t, `^bash scripts/kafka/stop\.sh secure$`) }},
+	{`go test -count=1 -run TestSecured -v \.`, func(t *testing.T, _ string) {
+		ciRuns(t, `go test -count=1 -run 'TestSecured' -v \.`)
+		testRuns("secured_test.go", "TestSecuredWordCount")(t, "")
+		testRuns("secured_test.go", "TestSecuredRefusals")(t, "")
+	}},
 	// node.sh is what weir-chaos -nodes calls for each broker fault.
 	{`bash scripts/kafka/node\.sh \S+ N`, func(t *testing.T, _ string) { ciRuns(t, `-nodes scripts/kafka/node\.sh`) }},
 	{`(CHAOS_SEED=<seed> )?bash \.ci/run`, func(t *testing.T, cmd string) {
