@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sync/atomic"
-	"time"
 
 	"github.com/weirstream/weir/continuous"
 	"github.com/weirstream/weir/exactlyonce"
@@ -22,7 +19,10 @@ import (
 	"github.com/weirstream/weir/topology"
 )
 
-// ErrConfig is wrapped by New's errors about the options.
+// ErrConfig is wrapped by each of New's errors about the options (and a
+// nil topology): an invalid value, a missing required option, or two
+// options that contradict each other (a heartbeat interval not below the
+// session timeout).
 var ErrConfig = errors.New("weir: invalid configuration")
 
 // ErrRunning is returned by Run while the App is already running.
@@ -43,66 +43,23 @@ type App struct {
 }
 
 // New validates the options and returns an App. It does not connect: Run
-// does.
+// does. The error reports every invalid option at once (errors.Join), each
+// problem wrapping ErrConfig and naming its option and the bound it
+// breaks; see each option for its default and bounds.
 func New(topo *topology.Topology, opts ...Option) (*App, error) {
-	if topo == nil {
-		return nil, fmt.Errorf("%w: nil topology", ErrConfig)
-	}
-	cfg := config{epochInterval: continuous.DefaultEpochInterval, replication: -1}
+	cfg := newConfig()
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
 		}
 	}
-	switch {
-	case len(cfg.brokers) == 0:
-		return nil, fmt.Errorf("%w: no brokers (WithBrokers)", ErrConfig)
-	case cfg.applicationID == "":
-		return nil, fmt.Errorf("%w: no application id (WithApplicationID)", ErrConfig)
-	case cfg.mode != Continuous && cfg.mode != MicroBatch:
-		return nil, fmt.Errorf("%w: unknown mode %d", ErrConfig, int(cfg.mode))
-	case cfg.guarantee != AtLeastOnce && cfg.guarantee != ExactlyOnce:
-		return nil, fmt.Errorf("%w: unknown guarantee %d", ErrConfig, int(cfg.guarantee))
-	case cfg.epochInterval < time.Millisecond:
-		return nil, fmt.Errorf("%w: epoch interval %v is below 1ms", ErrConfig, cfg.epochInterval)
-	case cfg.badRecords < Fail || cfg.badRecords > DeadLetter:
-		return nil, fmt.Errorf("%w: unknown bad-record policy %d", ErrConfig, int(cfg.badRecords))
-	case cfg.progressReports < 0:
-		return nil, fmt.Errorf("%w: negative progress report count %d", ErrConfig, cfg.progressReports)
-	case cfg.replication == 0 || cfg.replication < -1:
-		return nil, fmt.Errorf("%w: replication factor %d (WithReplicationFactor: -1 for the broker's default, or 1 and more)", ErrConfig, cfg.replication)
+	cfg.ensureDefaults()
+	err := cfg.validate()
+	if topo == nil {
+		err = errors.Join(fmt.Errorf("%w: nil topology", ErrConfig), err)
 	}
-	if cfg.createSinks != nil && cfg.createSinks.Partitions < 1 {
-		return nil, fmt.Errorf("%w: sink topic partitions %d (WithCreateSinkTopics: 1 or more)", ErrConfig, cfg.createSinks.Partitions)
-	}
-	for k := range cfg.topicConfig {
-		if k == "" || k == "cleanup.policy" {
-			return nil, fmt.Errorf("%w: topic config %q (WithTopicConfig; weir sets cleanup.policy itself)", ErrConfig, k)
-		}
-	}
-	if cfg.httpOn {
-		if _, _, err := net.SplitHostPort(cfg.httpAddr); err != nil {
-			return nil, fmt.Errorf("%w: http address %q: %w", ErrConfig, cfg.httpAddr, err)
-		}
-	}
-	if cfg.progressReports == 0 {
-		cfg.progressReports = DefaultProgressReports
-	}
-	if cfg.logger == nil {
-		cfg.logger = slog.Default()
-	}
-	if cfg.clientID == "" {
-		cfg.clientID = cfg.applicationID
-	}
-	if cfg.stateDir == "" {
-		cfg.stateDir = filepath.Join(os.TempDir(), "weir-"+cfg.applicationID)
-	}
-	if cfg.clock == nil {
-		cfg.clock = time.Now
-	}
-	kc := cfg.kafkaConfig()
-	if err := kc.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	if err != nil {
+		return nil, err
 	}
 	m := metrics.New(cfg.applicationID, cfg.mode.String(), cfg.guarantee.String())
 	return &App{

@@ -16,32 +16,6 @@ import (
 	"github.com/weirstream/weir/internal/runtime"
 )
 
-// DefaultProgressReports is how many progress reports /progress keeps.
-const DefaultProgressReports = 100
-
-// WithHTTP serves the instance's HTTP endpoints on addr while Run runs:
-// interactive queries of the state stores, /healthz, /readyz, /metrics and
-// /progress (see the README). A host left empty binds to the loopback
-// interface only (":8080" listens on 127.0.0.1:8080); name the interface,
-// or 0.0.0.0, to serve others. Port 0 picks a free port (HTTPAddr tells
-// which).
-//
-// Every instance advertises its address in its consumer-group membership,
-// so any instance answers any key, forwarding to the instance that runs
-// its partition.
-func WithHTTP(addr string) Option { return func(c *config) { c.httpAddr = addr; c.httpOn = true } }
-
-// WithAdvertisedHTTP sets the host:port other instances forward queries to
-// (default: the address WithHTTP listens on, or this host's name with its
-// port when that is an unspecified address such as 0.0.0.0).
-func WithAdvertisedHTTP(hostport string) Option {
-	return func(c *config) { c.httpAdvertise = hostport }
-}
-
-// WithProgressReports sets how many progress reports (epochs or batches)
-// /progress keeps (DefaultProgressReports).
-func WithProgressReports(n int) Option { return func(c *config) { c.progressReports = n } }
-
 // Metrics returns the App's Prometheus registry: the metrics /metrics
 // serves, for an application that serves them itself, or to add its own.
 // Each App has its own registry.

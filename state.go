@@ -64,14 +64,6 @@ func (s Status) Ready() bool { return s.State == Running }
 // Healthy reports whether the App is alive: any state but Failed.
 func (s Status) Healthy() bool { return s.State != Failed }
 
-// WithStateListener calls fn on every change of state, with the state
-// left and the new status; fn runs on the goroutine that changed it, in
-// order, and must return quickly. It also sees the changes to Starting at
-// the start of every Run and to Stopped or Failed at its end.
-func WithStateListener(fn func(from State, to Status)) Option {
-	return func(c *config) { c.stateListener = fn }
-}
-
 // State returns the App's current status.
 func (a *App) State() Status { return a.state.status() }
 

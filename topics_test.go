@@ -97,8 +97,8 @@ func TestNewValidatesTopicSettings(t *testing.T) {
 		opt  weir.Option
 		want string
 	}{
-		{"replication factor 0", weir.WithReplicationFactor(0), "replication factor 0"},
-		{"replication factor -2", weir.WithReplicationFactor(-2), "replication factor -2"},
+		{"replication factor 0", weir.WithReplicationFactor(0), "WithReplicationFactor: 0 is neither -1"},
+		{"replication factor -2", weir.WithReplicationFactor(-2), "WithReplicationFactor: -2 is neither -1"},
 		{"cleanup.policy", weir.WithTopicConfig("cleanup.policy", "delete"), `"cleanup.policy"`},
 		{"empty key", weir.WithTopicConfig("", "x"), `topic config ""`},
 	} {

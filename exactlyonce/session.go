@@ -15,7 +15,7 @@ import (
 const (
 	// DefaultSessionTimeout is the consumer group session timeout assumed
 	// when Config.SessionTimeout is zero: Kafka's default, and weir's.
-	DefaultSessionTimeout = 45 * time.Second
+	DefaultSessionTimeout = txn.DefaultSessionTimeout
 	// DefaultTransactionTimeout is the transaction timeout when
 	// Config.TransactionTimeout is zero and the session timeout allows it
 	// (Kafka Streams uses the same under exactly-once).

@@ -38,6 +38,26 @@ type Config struct {
 	OnError func(error)
 }
 
+// Validate reports every problem of the configuration at once (an unknown
+// trigger, a ProcessingTime interval below 1 ms, a negative batch limit or
+// poll interval); New runs it, and so does weir.New for WithMicroBatch.
+func (c Config) Validate() error {
+	var errs []error
+	if err := c.Trigger.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.MaxRecordsPerBatch < 0 {
+		errs = append(errs, fmt.Errorf("microbatch: MaxRecordsPerBatch %d is negative (0: no cap)", c.MaxRecordsPerBatch))
+	}
+	if c.MaxBytesPerBatch < 0 {
+		errs = append(errs, fmt.Errorf("microbatch: MaxBytesPerBatch %d is negative (0: no cap)", c.MaxBytesPerBatch))
+	}
+	if c.PollInterval < 0 {
+		errs = append(errs, fmt.Errorf("microbatch: PollInterval %v is negative (0: 100ms)", c.PollInterval))
+	}
+	return errors.Join(errs...)
+}
+
 // Record is a record written by a sink, as ForEachBatch receives it.
 type Record struct {
 	Topic     string
@@ -73,17 +93,11 @@ func New(rt *runtime.Runtime, wal *offsets.WAL, cfg Config) (*Engine, error) {
 	if rt == nil || wal == nil {
 		return nil, errors.New("microbatch: nil runtime or write-ahead log")
 	}
-	if err := cfg.Trigger.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if cfg.MaxRecordsPerBatch < 0 || cfg.MaxBytesPerBatch < 0 {
-		return nil, errors.New("microbatch: negative batch limit")
 	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 100 * time.Millisecond
-	}
-	if cfg.PollInterval < 0 {
-		return nil, errors.New("microbatch: negative poll interval")
 	}
 	return &Engine{
 		rt: rt, wal: wal, cfg: cfg,

@@ -67,21 +67,34 @@ type GroupConfig struct {
 	OnError func(error)
 }
 
-// DefaultSessionTimeout is GroupConfig.SessionTimeout when none is set.
-const DefaultSessionTimeout = 45 * time.Second
+// Defaults of [GroupConfig]: the one definition of the group timeouts,
+// which weir's options, internal/txn and exactlyonce take from here.
+const (
+	// DefaultSessionTimeout is GroupConfig.SessionTimeout when none is set
+	// (Kafka's session.timeout.ms default since 3.0, KIP-735).
+	DefaultSessionTimeout = 45 * time.Second
+	// DefaultHeartbeatInterval is GroupConfig.HeartbeatInterval when none
+	// is set (Kafka's heartbeat.interval.ms default).
+	DefaultHeartbeatInterval = 3 * time.Second
+	// DefaultRebalanceTimeout is GroupConfig.RebalanceTimeout when none is
+	// set (sarama's default; the Java consumer uses max.poll.interval.ms).
+	DefaultRebalanceTimeout = 60 * time.Second
+	// DefaultFetchMaxWait is GroupConfig.FetchMaxWait when none is set.
+	DefaultFetchMaxWait = 100 * time.Millisecond
+)
 
 func (gc GroupConfig) withDefaults() GroupConfig {
 	if gc.SessionTimeout == 0 {
 		gc.SessionTimeout = DefaultSessionTimeout
 	}
 	if gc.HeartbeatInterval == 0 {
-		gc.HeartbeatInterval = 3 * time.Second
+		gc.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	if gc.RebalanceTimeout == 0 {
-		gc.RebalanceTimeout = 60 * time.Second
+		gc.RebalanceTimeout = DefaultRebalanceTimeout
 	}
 	if gc.FetchMaxWait == 0 {
-		gc.FetchMaxWait = 100 * time.Millisecond
+		gc.FetchMaxWait = DefaultFetchMaxWait
 	}
 	return gc
 }

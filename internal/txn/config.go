@@ -26,7 +26,7 @@ var protocolVersion = sarama.V4_3_1_0
 const (
 	// DefaultSessionTimeout is the consumer group session timeout assumed
 	// when Config.SessionTimeout is zero: kafka.GroupConfig's default.
-	DefaultSessionTimeout = 45 * time.Second
+	DefaultSessionTimeout = kafka.DefaultSessionTimeout
 	// DefaultTransactionTimeout is the transaction timeout when
 	// Config.TransactionTimeout is zero and the session timeout allows it
 	// (Kafka Streams uses the same under exactly-once).

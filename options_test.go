@@ -1,0 +1,166 @@
+package weir_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/microbatch"
+)
+
+// validBase is the smallest valid set of options.
+func validBase() []weir.Option {
+	return []weir.Option{weir.WithBrokers("localhost:9092"), weir.WithApplicationID("a")}
+}
+
+// One row per invalid value of every option that has one: New rejects it
+// with an error wrapping ErrConfig that names the option and the bound.
+func TestNewRejectsEachInvalidOption(t *testing.T) {
+	topo := wordCountTopology(t, "in", "out")
+	long := strings.Repeat("i", 250)
+	for _, tc := range []struct {
+		name string
+		opts []weir.Option // replace the base when they include brokers or id
+		opt  weir.Option
+		want string
+	}{
+		{"no brokers", []weir.Option{weir.WithApplicationID("a")}, nil, "WithBrokers: no brokers"},
+		{"empty broker list", nil, weir.WithBrokers(), "WithBrokers: no brokers"},
+		{"blank broker", nil, weir.WithBrokers(" "), "WithBrokers: empty broker address"},
+		{"broker without port", nil, weir.WithBrokers("localhost"), `WithBrokers: "localhost" is not host:port`},
+		{"no application id", []weir.Option{weir.WithBrokers("localhost:9092")}, nil, "WithApplicationID: no application id"},
+		{"empty application id", nil, weir.WithApplicationID(""), "WithApplicationID: no application id"},
+		{"mode -1", nil, weir.WithMode(weir.Mode(-1)), "WithMode: unknown mode -1"},
+		{"mode 2", nil, weir.WithMode(weir.Mode(2)), "WithMode: unknown mode 2"},
+		{"guarantee -1", nil, weir.WithGuarantee(weir.Guarantee(-1)), "WithGuarantee: unknown guarantee -1"},
+		{"guarantee 2", nil, weir.WithGuarantee(weir.Guarantee(2)), "WithGuarantee: unknown guarantee 2"},
+		{"micro-batch processing time 0", nil, weir.WithMicroBatch(microbatch.Config{Trigger: microbatch.ProcessingTime(0)}), "WithMicroBatch: microbatch: processing-time interval 0s is below 1ms"},
+		{"micro-batch negative records", nil, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: -1}), "WithMicroBatch: microbatch: MaxRecordsPerBatch -1"},
+		{"micro-batch negative bytes", nil, weir.WithMicroBatch(microbatch.Config{MaxBytesPerBatch: -1}), "WithMicroBatch: microbatch: MaxBytesPerBatch -1"},
+		{"micro-batch negative poll", nil, weir.WithMicroBatch(microbatch.Config{PollInterval: -time.Second}), "WithMicroBatch: microbatch: PollInterval -1s"},
+		{"epoch interval 0", nil, weir.WithEpochInterval(0), "WithEpochInterval: 0s is below 1ms"},
+		{"epoch interval 999µs", nil, weir.WithEpochInterval(999 * time.Microsecond), "WithEpochInterval: 999µs is below 1ms"},
+		{"epoch interval negative", nil, weir.WithEpochInterval(-time.Second), "WithEpochInterval: -1s is below 1ms"},
+		{"sasl mechanism", nil, weir.WithSASL("GSSAPI", "u", "p"), `WithSASL: kafka: invalid configuration: unsupported SASL mechanism "GSSAPI"`},
+		{"sasl user", nil, weir.WithSASL("PLAIN", "", "p"), "WithSASL: kafka: invalid configuration: SASL user is empty"},
+		{"sasl password", nil, weir.WithSASL("SCRAM-SHA-512", "u", ""), "WithSASL: kafka: invalid configuration: SASL password is empty"},
+		{"bad-record policy -1", nil, weir.WithBadRecordPolicy(weir.BadRecordPolicy(-1)), "WithBadRecordPolicy: unknown policy -1"},
+		{"bad-record policy 3", nil, weir.WithBadRecordPolicy(weir.DeadLetter + 1), "WithBadRecordPolicy: unknown policy 3"},
+		{"session timeout negative", nil, weir.WithSessionTimeout(-time.Second), "WithSessionTimeout: -1s is not within 1s and 30m0s"},
+		{"session timeout 999ms", []weir.Option{weir.WithHeartbeatInterval(100 * time.Millisecond)}, weir.WithSessionTimeout(999 * time.Millisecond), "WithSessionTimeout: 999ms is not within 1s and 30m0s"},
+		{"session timeout 31m", nil, weir.WithSessionTimeout(31 * time.Minute), "WithSessionTimeout: 31m0s is not within 1s and 30m0s"},
+		{"heartbeat negative", nil, weir.WithHeartbeatInterval(-time.Second), "WithHeartbeatInterval: -1s is negative"},
+		{"heartbeat equal to session", nil, weir.WithHeartbeatInterval(45 * time.Second), "WithHeartbeatInterval: 45s is not below the session timeout 45s"},
+		{"heartbeat above session", nil, weir.WithHeartbeatInterval(time.Hour), "WithHeartbeatInterval: 1h0m0s is not below the session timeout 45s"},
+		{"default heartbeat above session", nil, weir.WithSessionTimeout(2 * time.Second), "WithHeartbeatInterval: the default 3s is not below the session timeout 2s"},
+		{"instance id too long", nil, weir.WithInstanceID(long), "WithInstanceID: 250 characters, more than 249"},
+		{"instance id character", nil, weir.WithInstanceID("host:1"), `WithInstanceID: "host:1" has ":"`},
+		{"staging limit negative", nil, weir.WithStagingLimit(-5), "WithStagingLimit: -5 is negative"},
+		{"replication factor 0", nil, weir.WithReplicationFactor(0), "WithReplicationFactor: 0 is neither -1"},
+		{"replication factor -2", nil, weir.WithReplicationFactor(-2), "WithReplicationFactor: -2 is neither -1"},
+		{"topic config cleanup.policy", nil, weir.WithTopicConfig("cleanup.policy", "delete"), `WithTopicConfig: topic config "cleanup.policy"`},
+		{"topic config empty key", nil, weir.WithTopicConfig("", "x"), `WithTopicConfig: topic config ""`},
+		{"sink partitions 0", nil, weir.WithCreateSinkTopics(0, nil), "WithCreateSinkTopics: 0 partitions is below 1"},
+		{"sink partitions negative", nil, weir.WithCreateSinkTopics(-1, nil), "WithCreateSinkTopics: -1 partitions is below 1"},
+		{"sink config empty key", nil, weir.WithCreateSinkTopics(1, map[string]string{"": "x"}), "WithCreateSinkTopics: empty topic config key"},
+		{"http no port", nil, weir.WithHTTP("localhost"), `WithHTTP: "localhost" is not host:port`},
+		{"http empty", nil, weir.WithHTTP(""), `WithHTTP: "" is not host:port`},
+		{"advertised no port", nil, weir.WithAdvertisedHTTP("host"), `WithAdvertisedHTTP: "host" is not host:port`},
+		{"advertised no host", nil, weir.WithAdvertisedHTTP(":8080"), `WithAdvertisedHTTP: ":8080" lacks a host or a port`},
+		{"advertised empty port", nil, weir.WithAdvertisedHTTP("host:"), `WithAdvertisedHTTP: "host:" lacks a host or a port`},
+		{"progress reports negative", nil, weir.WithProgressReports(-1), "WithProgressReports: -1 is negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := tc.opts
+			if len(opts) == 0 || tc.opt != nil {
+				opts = append(validBase(), opts...)
+			}
+			if tc.opt != nil {
+				opts = append(opts, tc.opt)
+			}
+			_, err := weir.New(topo, opts...)
+			require.ErrorIs(t, err, weir.ErrConfig)
+			require.Contains(t, err.Error(), tc.want)
+			require.Len(t, err.(interface{ Unwrap() []error }).Unwrap(), 1, "one problem: %v", err)
+		})
+	}
+}
+
+// Every bad option is reported in one error, each problem wrapping
+// ErrConfig on a line of its own.
+func TestNewReportsEveryProblemAtOnce(t *testing.T) {
+	_, err := weir.New(nil,
+		weir.WithSessionTimeout(-time.Second),
+		weir.WithHeartbeatInterval(-time.Hour),
+		weir.WithInstanceID("a b"),
+		weir.WithStagingLimit(-5),
+		weir.WithEpochInterval(0),
+		weir.WithHTTP("nope"),
+	)
+	require.ErrorIs(t, err, weir.ErrConfig)
+	var joined interface{ Unwrap() []error }
+	require.True(t, errors.As(err, &joined), "%T", err)
+	for _, want := range []string{
+		"nil topology",
+		"WithBrokers: no brokers",
+		"WithApplicationID: no application id",
+		"WithSessionTimeout: -1s is not within 1s and 30m0s",
+		"WithHeartbeatInterval: -1h0m0s is negative",
+		`WithInstanceID: "a b" has " "`,
+		"WithStagingLimit: -5 is negative",
+		"WithEpochInterval: 0s is below 1ms",
+		`WithHTTP: "nope" is not host:port`,
+	} {
+		require.Contains(t, err.Error(), want)
+	}
+	problems := 0
+	for _, e := range flatten(err) {
+		require.ErrorIs(t, e, weir.ErrConfig, "%v", e)
+		problems++
+	}
+	require.Equal(t, 9, problems, "%v", err)
+}
+
+// flatten returns the errors an errors.Join holds (nested joins too).
+func flatten(err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, flatten(e)...)
+	}
+	return out
+}
+
+// The boundary values and the zero defaults are accepted: validation
+// changes nothing for a valid configuration.
+func TestNewAcceptsValidBounds(t *testing.T) {
+	topo := wordCountTopology(t, "in", "out")
+	for name, opts := range map[string][]weir.Option{
+		"defaults":                     nil,
+		"zero means default":           {weir.WithSessionTimeout(0), weir.WithHeartbeatInterval(0), weir.WithStagingLimit(0), weir.WithProgressReports(0)},
+		"session 1s":                   {weir.WithSessionTimeout(time.Second), weir.WithHeartbeatInterval(300 * time.Millisecond)},
+		"session 3s heartbeat 300ms":   {weir.WithSessionTimeout(3 * time.Second), weir.WithHeartbeatInterval(300 * time.Millisecond)},
+		"session 30m":                  {weir.WithSessionTimeout(30 * time.Minute)},
+		"heartbeat just below":         {weir.WithSessionTimeout(6 * time.Second), weir.WithHeartbeatInterval(6*time.Second - time.Millisecond)},
+		"epoch 1ms":                    {weir.WithEpochInterval(time.Millisecond)},
+		"epoch 1h":                     {weir.WithEpochInterval(time.Hour)},
+		"staging 64":                   {weir.WithStagingLimit(64)},
+		"instance id":                  {weir.WithInstanceID("host-1.a_b")},
+		"replication -1, topic config": {weir.WithReplicationFactor(-1), weir.WithTopicConfig("retention.ms", "1")},
+		"sinks":                        {weir.WithCreateSinkTopics(1, map[string]string{"cleanup.policy": "compact"})},
+		"http":                         {weir.WithHTTP(":0"), weir.WithAdvertisedHTTP("host:8080")},
+		"micro-batch":                  {weir.WithMicroBatch(microbatch.Config{Trigger: microbatch.ProcessingTime(time.Millisecond)})},
+		"sasl":                         {weir.WithSASL("PLAIN", "u", "p"), weir.WithTLS(nil)},
+		"nil options":                  {nil, weir.WithLogger(nil), weir.WithErrorHandler(nil), weir.WithStateListener(nil)},
+	} {
+		_, err := weir.New(topo, append(validBase(), opts...)...)
+		require.NoError(t, err, name)
+	}
+}
