@@ -97,9 +97,14 @@ alive() {
 # node_started I OFFSET: node I's client port is open and it logged
 # "Kafka Server started" after byte OFFSET of its kafka.log (it logs that
 # once it has caught up with the metadata and the controller unfenced it).
+# Not `tail | grep -q`: under pipefail that pipeline fails when grep quits
+# at the match while tail still writes (SIGPIPE, status 141), which a
+# restart's log of more than a pipe's 64 KiB made certain — a node that
+# had started was taken for one that had not (the CI failure of the
+# cluster suite, "did not start … after 90s").
 node_started() {
   port_open "$(client_port "$1")" &&
-    tail -c +$(($2 + 1)) "$crun/node$1/kafka.log" 2>/dev/null | grep -q 'Kafka Server started'
+    grep -qF 'Kafka Server started' < <(tail -c +$(($2 + 1)) "$crun/node$1/kafka.log" 2>/dev/null)
 }
 
 # registered_brokers BOOTSTRAP: the ids of the brokers that answer an

@@ -114,9 +114,9 @@ start)
   # restarted after a SIGKILL first recovers every partition it holds
   # (805 took 42 s on a loaded machine, and a start killed halfway
   # through would recover them all again). A second attempt if the first
-  # hangs: Kafka 4.4 was seen (once, in CI) to stop logging halfway through
-  # its first metadata publish after a SIGKILL and never serve. The stuck
-  # JVM's threads are saved first.
+  # hangs, after the stuck JVM's threads are saved. (The CI failure first
+  # taken for a hung broker was this script's own check: see node_started
+  # in cluster-lib.sh.)
   for attempt in 1 2; do
     started=$SECONDS
     echo "[$(date -u '+%F %T')] node.sh: starting node $n again (attempt $attempt)" >>"$crun/node$n/kafka.log"
