@@ -111,7 +111,7 @@ func (p *Producer) Send(ctx context.Context, r Record) error {
 	if p.closed {
 		return fmt.Errorf("kafka: send: %w", ErrClosed)
 	}
-	msg := messageFromRecord(r)
+	msg := MessageFromRecord(r)
 	seq := p.t.register()
 	msg.Metadata = seq
 	select { // fast path: room in sarama's input buffer

@@ -127,9 +127,10 @@ func recordFromMessage(m *sarama.ConsumerMessage) Record {
 	return r
 }
 
-// messageFromRecord builds the sarama message for a record to produce. The
-// partition is left for [keyPartitioner] to read.
-func messageFromRecord(r Record) *sarama.ProducerMessage {
+// MessageFromRecord builds the sarama message for a record to produce. The
+// partition is left for [keyPartitioner] to read. The at-least-once
+// [Producer] and the transactional producer (internal/txn) share it.
+func MessageFromRecord(r Record) *sarama.ProducerMessage {
 	m := &sarama.ProducerMessage{
 		Topic:     r.Topic,
 		Partition: r.Partition,

@@ -190,28 +190,3 @@ func (c Config) saramaConfig(dialer *connWatch) (*sarama.Config, error) {
 	}
 	return sc, nil
 }
-
-// messageFromRecord builds the sarama message for r.
-func messageFromRecord(r kafka.Record) *sarama.ProducerMessage {
-	m := &sarama.ProducerMessage{
-		Topic:     r.Topic,
-		Partition: r.Partition,
-		Timestamp: r.Timestamp,
-	}
-	if m.Partition < 0 {
-		m.Partition = kafka.PartitionByKey
-	}
-	if r.Key != nil {
-		m.Key = sarama.ByteEncoder(r.Key)
-	}
-	if r.Value != nil {
-		m.Value = sarama.ByteEncoder(r.Value)
-	}
-	if len(r.Headers) > 0 {
-		m.Headers = make([]sarama.RecordHeader, len(r.Headers))
-		for i, h := range r.Headers {
-			m.Headers[i] = sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value}
-		}
-	}
-	return m
-}

@@ -259,7 +259,7 @@ func (s *Session) Send(ctx context.Context, r kafka.Record) error {
 		return ErrNoTransaction
 	default:
 	}
-	msg := messageFromRecord(r)
+	msg := kafka.MessageFromRecord(r)
 	p.t.add()
 	select { // fast path: room in sarama's input buffer (end was checked above)
 	case p.ap.Input() <- msg:
