@@ -129,7 +129,7 @@ func (a *App) run(ctx context.Context) error {
 		Logger: a.cfg.logger, BadRecords: a.cfg.badRecords, Clock: a.cfg.clock,
 		SessionTimeout: a.cfg.sessionTimeout, HeartbeatInterval: a.cfg.heartbeatInterval,
 		InstanceID: a.cfg.instanceID, StateDir: a.cfg.stateDir, StagingLimit: a.cfg.stagingLimit,
-		Standbys: a.cfg.standbys, Hooks: joinHooks(a.metrics.Hooks(), a.state.hooks()),
+		CacheMaxBytes: a.cfg.cacheMaxBytes, Standbys: a.cfg.standbys, Hooks: joinHooks(a.metrics.Hooks(), a.state.hooks()),
 		InternalTopics:  runtime.TopicSettings{ReplicationFactor: a.cfg.replication, Config: a.cfg.topicConfig},
 		CreateSinks:     a.cfg.createSinks,
 		SkipSinkTopics:  a.cfg.mode == MicroBatch && a.cfg.microBatch.ForEachBatch != nil,

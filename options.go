@@ -60,6 +60,7 @@ type config struct {
 	clock             func() time.Time
 	microBatch        microbatch.Config
 	stagingLimit      int64
+	cacheMaxBytes     int64
 	standbys          bool
 	httpOn            bool
 	httpAddr          string
@@ -254,6 +255,20 @@ func WithInstanceID(id string) Option { return func(c *config) { c.instanceID = 
 // statestore.ErrStagingFull — lower the epoch interval or the batch size,
 // or raise this limit. New rejects a negative limit.
 func WithStagingLimit(bytes int64) Option { return func(c *config) { c.stagingLimit = bytes } }
+
+// WithCacheMaxBytes turns on the record caches of the DSL aggregations
+// (Count, Reduce, Aggregate of a grouped stream), sharing bytes bytes per
+// instance — Kafka Streams' statestore.cache.max.bytes. Updates of a key
+// within one epoch or batch are then coalesced: only the key's latest
+// value is forwarded downstream, when the cache evicts it (least recently
+// used first, once the caches hold more than bytes) or at the flush right
+// before each commit, so exactly-once is unchanged. Default (and for 0):
+// off — every update is forwarded as it happens, as Kafka Streams does
+// with statestore.cache.max.bytes=0 — so what a topology emits does not
+// depend on commit timing or cache size; Kafka Streams' own default is
+// 10485760 (10 MiB). See docs/semantics.md (record caches) for what is
+// cached. New rejects a negative size.
+func WithCacheMaxBytes(bytes int64) Option { return func(c *config) { c.cacheMaxBytes = bytes } }
 
 // WithStandbyReplicas makes this instance a warm standby of every state
 // store partition it does not run (Kafka Streams' num.standby.replicas, with
@@ -450,6 +465,9 @@ func (c *config) validate() error {
 	}
 	if c.stagingLimit < 0 {
 		bad("WithStagingLimit: %d is negative (0 for the default, 64 MiB)", c.stagingLimit)
+	}
+	if c.cacheMaxBytes < 0 {
+		bad("WithCacheMaxBytes: %d is negative (0 turns the record caches off)", c.cacheMaxBytes)
 	}
 	if c.replication == 0 || c.replication < -1 {
 		bad("WithReplicationFactor: %d is neither -1 (the broker's default) nor 1 or more", c.replication)

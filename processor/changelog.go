@@ -189,8 +189,10 @@ func (t *Task) PendingChangelog() int {
 
 // DiscardChangelog drops the changes FlushChangelog has not emitted yet,
 // together with the staged store writes they describe (an aborted epoch or
-// batch).
+// batch), and the updates the record caches hold (see FlushCache): they
+// belong to the abandoned epoch too.
 func (t *Task) DiscardChangelog() {
+	t.discardCaches()
 	for _, p := range t.pending {
 		p.reset()
 	}

@@ -34,6 +34,10 @@ type TaskConfig struct {
 	// carries the same final store contents in fewer records; outputs to
 	// sinks and repartition topics are not affected.
 	CoalesceChangelog bool
+	// CacheBudget turns the record caches of the DSL aggregations on,
+	// sharing this byte bound (see FlushCache); nil forwards every update
+	// as it happens.
+	CacheBudget *statestore.CacheBudget
 }
 
 // Task runs one sub-topology for one partition. It is deterministic and pure:
@@ -259,6 +263,7 @@ func (t *Task) Close() error {
 		return nil
 	}
 	t.closed = true
+	t.discardCaches() // gives their bytes back to the shared budget
 	var errs []error
 	for i := len(t.nodes) - 1; i >= 0; i-- {
 		if c, ok := t.nodes[i].proc.(Closer); ok {

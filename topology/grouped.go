@@ -124,6 +124,13 @@ func aggregateWith[K, V, VA any](g Grouped[K, V], prefix string, vas serde.Serde
 // aggregateProc keeps one aggregate per key in a key-value store, and
 // beside it the largest record timestamp of the key: as in Kafka Streams,
 // each update is stamped with it.
+//
+// With a record cache (processor.CacheBudgetOf) the stores are still
+// written on every update — joins and lookups that read them see each
+// one, and the changelog is coalesced per commit anyway — but the update
+// is put in the cache instead of forwarded: only the latest of each key
+// goes downstream, on eviction or at the flush before the commit. A cached
+// key also skips the two store reads.
 type aggregateProc[K, V, VA any] struct {
 	store      string
 	timestamps string
@@ -132,6 +139,14 @@ type aggregateProc[K, V, VA any] struct {
 	step       func(k K, v V, agg VA, found bool) VA
 	kv         *statestore.KV[K, VA]
 	ts         *statestore.KV[K, int64]
+	cache      *statestore.Cache[cachedUpdate[VA]]
+}
+
+// cachedUpdate is a key's latest update in the record cache: the record to
+// forward (its value is agg, its timestamp the key's).
+type cachedUpdate[VA any] struct {
+	agg VA
+	rec processor.Record[any, any]
 }
 
 func (p *aggregateProc[K, V, VA]) Init(ctx processor.Context[any, any]) error {
@@ -139,6 +154,11 @@ func (p *aggregateProc[K, V, VA]) Init(ctx processor.Context[any, any]) error {
 	p.kv = kv
 	if err == nil {
 		p.ts, err = processor.KeyValueStore(ctx, p.timestamps, p.ks, serde.Int64())
+	}
+	if b := processor.CacheBudgetOf(ctx); b != nil && err == nil {
+		p.cache, err = statestore.NewCache(b, func(_ []byte, u cachedUpdate[VA]) error {
+			return ctx.Forward(u.rec)
+		})
 	}
 	return err
 }
@@ -151,6 +171,9 @@ func (p *aggregateProc[K, V, VA]) Process(ctx processor.Context[any, any], r pro
 	tr, err := processor.Assert[K, V](r)
 	if err != nil {
 		return err
+	}
+	if p.cache != nil {
+		return p.processCached(tr, r)
 	}
 	agg, found, err := p.kv.Get(tr.Key)
 	if err != nil {
@@ -171,4 +194,58 @@ func (p *aggregateProc[K, V, VA]) Process(ctx processor.Context[any, any], r pro
 	r.Value = agg
 	r.Timestamp = time.UnixMilli(ts)
 	return ctx.Forward(r)
+}
+
+// processCached is Process with a record cache: the key is encoded once
+// for the cache and both stores, and the update is cached, not forwarded.
+func (p *aggregateProc[K, V, VA]) processCached(tr processor.Record[K, V], r processor.Record[any, any]) error {
+	kb, err := p.ks.Serialize(p.store, tr.Key)
+	if err != nil {
+		return fmt.Errorf("topology: aggregate %q: serialize key: %w", p.store, err)
+	}
+	var (
+		agg   VA
+		prev  int64
+		found bool
+	)
+	if u, ok := p.cache.Get(kb); ok {
+		agg, prev, found = u.agg, u.rec.Timestamp.UnixMilli(), true
+	} else {
+		if agg, found, err = p.kv.Get(tr.Key); err == nil {
+			prev, _, err = p.ts.Get(tr.Key)
+		}
+		if err != nil {
+			return fmt.Errorf("topology: aggregate %q: %w", p.store, err)
+		}
+	}
+	ts := stamp(r.Timestamp.UnixMilli(), prev, found)
+	agg = p.step(tr.Key, tr.Value, agg, found)
+	vb, err := p.vas.Serialize(p.store, agg)
+	if err != nil {
+		return fmt.Errorf("topology: aggregate %q: serialize value: %w", p.store, err)
+	}
+	if err := p.kv.Store().Put(kb, vb); err != nil {
+		return fmt.Errorf("topology: aggregate %q: %w", p.store, err)
+	}
+	if err := p.ts.Put(tr.Key, ts); err != nil {
+		return fmt.Errorf("topology: aggregate %q: %w", p.store, err)
+	}
+	r.Value = agg
+	r.Timestamp = time.UnixMilli(ts)
+	return p.cache.Put(kb, cachedUpdate[VA]{agg: agg, rec: r}, len(vb)+8)
+}
+
+// FlushCache forwards the cached updates (processor.CacheFlusher).
+func (p *aggregateProc[K, V, VA]) FlushCache() error {
+	if p.cache == nil {
+		return nil
+	}
+	return p.cache.Flush()
+}
+
+// DiscardCache drops the cached updates (processor.CacheFlusher).
+func (p *aggregateProc[K, V, VA]) DiscardCache() {
+	if p.cache != nil {
+		p.cache.Discard()
+	}
 }

@@ -61,6 +61,9 @@ func (r *Runtime) Commit(ctx context.Context, positions Positions, s kafka.Sessi
 		defer func() { hook(time.Since(start), err) }()
 	}
 	defer func() { r.notify(err, positions) }()
+	if err := r.flushCaches(ctx); err != nil { // record caches: before anything is committed
+		return r.cacheFlushFailed(ctx, err)
+	}
 	if err := r.checkMembership(ctx, s); err != nil {
 		r.dropStaged()
 		return err

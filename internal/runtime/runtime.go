@@ -42,6 +42,9 @@ type Config struct {
 	// StagingLimit bounds the bytes one store of one task stages per epoch
 	// or batch (DefaultStagingLimit when zero).
 	StagingLimit int64
+	// CacheMaxBytes, when positive, turns the record caches of the DSL
+	// aggregations on, sharing this many bytes (see tasks.go).
+	CacheMaxBytes int64
 	// Standbys keeps warm replicas of the stores of the tasks other
 	// instances run (see standby.go).
 	Standbys bool

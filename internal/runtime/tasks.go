@@ -9,6 +9,7 @@ import (
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/statestore"
 	"github.com/weirstream/weir/statestore/badgerstore"
 )
 
@@ -20,10 +21,17 @@ type Tasks struct {
 	rt *Runtime
 	mu sync.Mutex
 	m  map[processor.TaskID]*Task
+	// cache is the byte budget the record caches of every task share
+	// (Config.CacheMaxBytes); nil without caches.
+	cache *statestore.CacheBudget
 }
 
 func newTasks(rt *Runtime) *Tasks {
-	return &Tasks{rt: rt, m: map[processor.TaskID]*Task{}}
+	ts := &Tasks{rt: rt, m: map[processor.TaskID]*Task{}}
+	if rt.cfg.CacheMaxBytes > 0 {
+		ts.cache, _ = statestore.NewCacheBudget(rt.cfg.CacheMaxBytes) // positive: no error
+	}
+	return ts
 }
 
 // Task is one running task. Its methods are safe for concurrent use: the
@@ -151,6 +159,7 @@ func (t *Task) open(ctx context.Context) error {
 		Emit: t.emit, WallClock: t.rt.Now(),
 		// One changelog record per changed key per commit (see Commit).
 		CoalesceChangelog: true,
+		CacheBudget:       t.rt.tasks.cache,
 	})
 	if err != nil {
 		t.closeStores()
@@ -254,4 +263,30 @@ func toKafkaHeaders(hs []processor.Header) []kafka.Header {
 		out[i] = kafka.Header{Key: h.Key, Value: h.Value}
 	}
 	return out
+}
+
+// flushCaches forwards what every task's record caches hold (see
+// processor.Task.FlushCache); Commit calls it first, so the epoch or batch
+// carries the flushed outputs and the changelog records they cause.
+func (r *Runtime) flushCaches(ctx context.Context) error {
+	if r.tasks.cache == nil {
+		return nil
+	}
+	return r.tasks.eachTask(func(t *Task) error {
+		t.ctx = ctx
+		defer func() { t.ctx = nil }()
+		return t.task.FlushCache()
+	})
+}
+
+// cacheFlushFailed settles a failed flushCaches as Commit settles a failed
+// changelog flush: under exactly-once an output the transaction refused
+// aborts it (ErrRewind) and drops the epoch's state, caches included;
+// otherwise the error is returned and nothing is committed.
+func (r *Runtime) cacheFlushFailed(ctx context.Context, err error) error {
+	if errors.Is(err, ErrRewind) && r.txn != nil {
+		r.dropStaged()
+		return r.txn.recover(ctx, err)
+	}
+	return fmt.Errorf("runtime: flush record caches: %w", err)
 }
