@@ -70,6 +70,7 @@ type config struct {
 	topicConfig       map[string]string
 	createSinks       *runtime.SinkTopics
 	stateListener     func(State, Status)
+	kafkaTuning       kafka.Tuning // options_kafka.go
 }
 
 type sasl struct{ mechanism, user, password string }
@@ -500,6 +501,7 @@ func (c *config) validate() error {
 	if c.progressReports < 0 {
 		bad("WithProgressReports: %d is negative (0 for the default, %d)", c.progressReports, DefaultProgressReports)
 	}
+	c.validateKafka(bad)
 	return errors.Join(errs...)
 }
 

@@ -74,6 +74,26 @@ func TestNewRejectsEachInvalidOption(t *testing.T) {
 		{"advertised no host", nil, weir.WithAdvertisedHTTP(":8080"), `WithAdvertisedHTTP: ":8080" lacks a host or a port`},
 		{"advertised empty port", nil, weir.WithAdvertisedHTTP("host:"), `WithAdvertisedHTTP: "host:" lacks a host or a port`},
 		{"progress reports negative", nil, weir.WithProgressReports(-1), "WithProgressReports: -1 is negative"},
+		{"compression brotli", nil, weir.WithCompression("brotli"), `WithCompression: kafka: invalid configuration: compression "brotli" is not none, gzip, snappy, lz4 or zstd`},
+		{"compression upper case", nil, weir.WithCompression("LZ4"), `WithCompression: kafka: invalid configuration: compression "LZ4" is not`},
+		{"compression level without codec", nil, weir.WithCompressionLevel(3), `WithCompressionLevel: kafka: invalid configuration: compression level 3 with compression "none", which has no levels`},
+		{"compression level lz4", []weir.Option{weir.WithCompression(weir.CompressionLZ4)}, weir.WithCompressionLevel(9), `WithCompressionLevel: kafka: invalid configuration: compression level 9 with compression "lz4"`},
+		{"compression level gzip 10", []weir.Option{weir.WithCompression(weir.CompressionGZIP)}, weir.WithCompressionLevel(10), "WithCompressionLevel: kafka: invalid configuration: gzip compression level 10 is not within 1 and 9"},
+		{"compression level gzip -1", []weir.Option{weir.WithCompression(weir.CompressionGZIP)}, weir.WithCompressionLevel(-1), "WithCompressionLevel: kafka: invalid configuration: gzip compression level -1 is not within 1 and 9"},
+		{"compression level zstd 23", []weir.Option{weir.WithCompression(weir.CompressionZSTD)}, weir.WithCompressionLevel(23), "WithCompressionLevel: kafka: invalid configuration: zstd compression level 23 is not within -131072 and 22"},
+		{"linger negative", nil, weir.WithLinger(-time.Millisecond), "WithLinger: kafka: invalid configuration: linger -1ms is not within 1ms and 10s"},
+		{"linger 999µs", nil, weir.WithLinger(999 * time.Microsecond), "WithLinger: kafka: invalid configuration: linger 999µs is not within 1ms and 10s"},
+		{"linger 11s", nil, weir.WithLinger(11 * time.Second), "WithLinger: kafka: invalid configuration: linger 11s is not within 1ms and 10s"},
+		{"batch size negative", nil, weir.WithBatchSize(-1), "WithBatchSize: kafka: invalid configuration: batch size -1 is not within 1 and 104857600"},
+		{"batch size above 100 MiB", nil, weir.WithBatchSize(100<<20 + 1), "WithBatchSize: kafka: invalid configuration: batch size 104857601 is not within 1 and 104857600"},
+		{"max request size below 1 MiB", nil, weir.WithMaxRequestSize(1<<20 - 1), "WithMaxRequestSize: kafka: invalid configuration: max request size 1048575 is not within 1048576 and 104857600"},
+		{"max request size above 100 MiB", nil, weir.WithMaxRequestSize(100<<20 + 1), "WithMaxRequestSize: kafka: invalid configuration: max request size 104857601 is not within"},
+		{"fetch min bytes negative", nil, weir.WithFetchMinBytes(-1), "WithFetchMinBytes: kafka: invalid configuration: fetch min bytes -1 is not within 1 and 104857600"},
+		{"fetch min bytes above 100 MiB", nil, weir.WithFetchMinBytes(100<<20 + 1), "WithFetchMinBytes: kafka: invalid configuration: fetch min bytes 104857601 is not within"},
+		{"max partition fetch bytes 1023", nil, weir.WithMaxPartitionFetchBytes(1023), "WithMaxPartitionFetchBytes: kafka: invalid configuration: max partition fetch bytes 1023 is not within 1024 and 104857600"},
+		{"max partition fetch bytes above 100 MiB", nil, weir.WithMaxPartitionFetchBytes(100<<20 + 1), "WithMaxPartitionFetchBytes: kafka: invalid configuration: max partition fetch bytes 104857601 is not within"},
+		{"fetch max wait negative", nil, weir.WithFetchMaxWait(-time.Second), "WithFetchMaxWait: kafka: invalid configuration: fetch max wait -1s is not within 1ms and 10s"},
+		{"fetch max wait 11s", nil, weir.WithFetchMaxWait(11 * time.Second), "WithFetchMaxWait: kafka: invalid configuration: fetch max wait 11s is not within 1ms and 10s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts
@@ -161,6 +181,16 @@ func TestNewAcceptsValidBounds(t *testing.T) {
 		"micro-batch":                  {weir.WithMicroBatch(microbatch.Config{Trigger: microbatch.ProcessingTime(time.Millisecond)})},
 		"sasl":                         {weir.WithSASL("PLAIN", "u", "p"), weir.WithTLS(nil)},
 		"nil options":                  {nil, weir.WithLogger(nil), weir.WithErrorHandler(nil), weir.WithStateListener(nil)},
+		"kafka client zeros": {weir.WithCompression(""), weir.WithCompressionLevel(0), weir.WithLinger(0), weir.WithBatchSize(0),
+			weir.WithMaxRequestSize(0), weir.WithFetchMinBytes(0), weir.WithMaxPartitionFetchBytes(0), weir.WithFetchMaxWait(0)},
+		"kafka client lower bounds": {weir.WithCompression(weir.CompressionNone), weir.WithLinger(time.Millisecond), weir.WithBatchSize(1),
+			weir.WithMaxRequestSize(1 << 20), weir.WithFetchMinBytes(1), weir.WithMaxPartitionFetchBytes(1 << 10), weir.WithFetchMaxWait(time.Millisecond)},
+		"kafka client upper bounds": {weir.WithCompression(weir.CompressionZSTD), weir.WithCompressionLevel(22), weir.WithLinger(10 * time.Second),
+			weir.WithBatchSize(100 << 20), weir.WithMaxRequestSize(100 << 20), weir.WithFetchMinBytes(100 << 20),
+			weir.WithMaxPartitionFetchBytes(100 << 20), weir.WithFetchMaxWait(10 * time.Second)},
+		"gzip 1, 9; zstd -131072": {weir.WithCompression(weir.CompressionGZIP), weir.WithCompressionLevel(1), weir.WithCompressionLevel(9),
+			weir.WithCompression(weir.CompressionZSTD), weir.WithCompressionLevel(-131072)},
+		"snappy, lz4": {weir.WithCompression(weir.CompressionSnappy), weir.WithCompression(weir.CompressionLZ4)},
 	} {
 		_, err := weir.New(topo, append(validBase(), opts...)...)
 		require.NoError(t, err, name)

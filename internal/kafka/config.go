@@ -90,6 +90,9 @@ type Config struct {
 	// Logger receives the adapter's own log lines; slog.Default() if nil.
 	// (sarama's internal logger is a process global and is left alone.)
 	Logger *slog.Logger
+	// Tuning holds the producer and consumer settings users may change;
+	// the zero value is weir's defaults.
+	Tuning Tuning
 }
 
 // SASL holds SASL credentials. Mechanism is one of [SASLPlain],
@@ -135,6 +138,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: empty broker address", ErrConfig)
 		}
 	}
+	if err := c.Tuning.Validate(); err != nil {
+		return err
+	}
 	return c.SASL.Validate()
 }
 
@@ -165,6 +171,7 @@ func (c Config) saramaConfig() (*sarama.Config, error) {
 	sc.Metadata.Retry.Max = 5
 
 	c.ApplySecurity(sc)
+	c.ApplyTuning(sc)
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}

@@ -44,7 +44,8 @@ type GroupConfig struct {
 	// broker serves one connection's requests in order, and sarama sends
 	// metadata and list-offsets requests on the fetch connection, so an
 	// idle long-poll delays them (and with them every claim start) by up
-	// to this much. Kafka's 500 ms made rebalances seconds slower.
+	// to this much. Kafka's 500 ms made rebalances seconds slower. Zero
+	// takes Config.Tuning.FetchMaxWait, then the default.
 	FetchMaxWait time.Duration
 	// InstanceID, if set, makes the member static (KIP-345): a restart
 	// within the session timeout keeps the assignment without a rebalance.
@@ -92,6 +93,9 @@ func (gc GroupConfig) withDefaults() GroupConfig {
 	}
 	if gc.RebalanceTimeout == 0 {
 		gc.RebalanceTimeout = DefaultRebalanceTimeout
+	}
+	if gc.FetchMaxWait == 0 {
+		gc.FetchMaxWait = gc.Config.Tuning.FetchMaxWait
 	}
 	if gc.FetchMaxWait == 0 {
 		gc.FetchMaxWait = DefaultFetchMaxWait

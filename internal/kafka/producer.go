@@ -74,7 +74,7 @@ func NewProducer(cfg Config) (*Producer, error) {
 	sc.Producer.Retry.BackoffFunc = ProducerBackoff
 	sc.Producer.Return.Successes = true
 	sc.Producer.Return.Errors = true
-	sc.Producer.MaxMessageBytes = MaxMessageBytes
+	sc.Producer.MaxMessageBytes = cfg.Tuning.MessageBytes()
 	sc.Producer.Partitioner = NewKeyPartitioner
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

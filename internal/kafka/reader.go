@@ -75,9 +75,10 @@ const (
 // Admin gives an error wrapping [ErrClosed].
 //
 // ctx is checked before each fetch and between record batches. The fetches
-// wait at most 100 ms on the broker and return at most 4 MiB (more only for
-// a single record batch larger than that), less for a short range: about
-// twice the rest of the range at the record size seen so far.
+// wait at most 100 ms on the broker and return at most 4 MiB, or
+// Tuning.MaxPartitionFetchBytes when set (more only for a single record
+// batch larger than that), less for a short range: about twice the rest of
+// the range at the record size seen so far.
 //
 // Wire details: Fetch v11 with Kafka 2.5 as protocol version (the version
 // sarama's own consumer picks for it; see fetchRequestVersion), sessionless,
@@ -97,6 +98,9 @@ func (a *Admin) ReadRange(ctx context.Context, topic string, partition int32, fr
 		a: a, topic: topic, partition: partition, to: to,
 		readCommitted: readCommitted, fn: fn,
 		version: version, next: from, fetchSize: readFetchBytes,
+	}
+	if n := a.cfg.Tuning.MaxPartitionFetchBytes; n > 0 {
+		r.fetchSize = n // the user's max.partition.fetch.bytes
 	}
 	return r.run(ctx)
 }
@@ -162,7 +166,7 @@ func (r *rangeReader) wantBytes() int32 {
 		per = readGuessRecordBytes
 	}
 	want := 2 * per * (r.to - r.next)
-	return int32(max(readMinFetchBytes, min(want, int64(r.fetchSize))))
+	return int32(min(int64(r.fetchSize), max(readMinFetchBytes, want)))
 }
 
 // run fetches until next reaches to.

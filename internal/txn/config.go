@@ -161,6 +161,7 @@ func (c Config) saramaConfig(dialer *connWatch) (*sarama.Config, error) {
 	sc.Net.Proxy.Enable = true
 	sc.Net.Proxy.Dialer = dialer
 	c.Kafka.ApplySecurity(sc)
+	c.Kafka.ApplyTuning(sc) // no sarama metrics; compression, linger, fetch sizes
 
 	// Idempotence: acks=all and one request in flight per connection, so
 	// retries neither duplicate nor reorder (sarama's Validate insists).
@@ -173,7 +174,7 @@ func (c Config) saramaConfig(dialer *connWatch) (*sarama.Config, error) {
 	sc.Producer.Retry.BackoffFunc = kafka.ProducerBackoff
 	sc.Producer.Return.Successes = true
 	sc.Producer.Return.Errors = true
-	sc.Producer.MaxMessageBytes = kafka.MaxMessageBytes
+	sc.Producer.MaxMessageBytes = c.Kafka.Tuning.MessageBytes()
 	sc.Producer.Partitioner = kafka.NewKeyPartitioner
 
 	sc.Producer.Transaction.ID = c.TransactionalID
