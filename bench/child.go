@@ -31,13 +31,16 @@ type childArgs struct {
 func runChild(ctx context.Context, a childArgs) error {
 	switch a.system {
 	case sysCeilingALO:
-		return ceilingALO(ctx, a)
+		return ceilingALO(ctx, a, nil)
 	case sysCeilingEOS:
-		return ceilingEOS(ctx, a)
+		return ceilingEOS(ctx, a, nil)
 	case sysWeirALO, sysWeirEOS, sysWeirMB:
 		return runWeir(ctx, a)
 	case sysGoka:
 		return runGoka(ctx, a)
+	}
+	if run := extraChild(a.system); run != nil {
+		return run(ctx, a)
 	}
 	return fmt.Errorf("unknown system %q", a.system)
 }
@@ -63,7 +66,9 @@ func weirTopology(a childArgs) (*topology.Topology, error) {
 	return b.Build()
 }
 
-func runWeir(ctx context.Context, a childArgs) error {
+// runWeir runs the weir rows; extra are options of a variant (the
+// "-lz4" rows: WithCompression).
+func runWeir(ctx context.Context, a childArgs, extra ...weir.Option) error {
 	topo, err := weirTopology(a)
 	if err != nil {
 		return err
@@ -75,6 +80,7 @@ func runWeir(ctx context.Context, a childArgs) error {
 		weir.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 		weir.WithEpochInterval(100 * time.Millisecond),
 	}
+	opts = append(opts, extra...)
 	switch a.system {
 	case sysWeirEOS:
 		opts = append(opts, weir.WithGuarantee(weir.ExactlyOnce))
@@ -167,22 +173,27 @@ func partitionsOf(client sarama.Client, topic string) ([]int32, error) {
 // ceilingALO copies input to output as a consumer-group member with an
 // acks=all idempotent producer (its own client); an offset is marked once
 // its copy is acked, and marked offsets are committed every 100 ms. No
-// processing.
-func ceilingALO(ctx context.Context, a childArgs) error {
+// processing. tune, when not nil, changes both clients' configurations
+// (ceiling-alo-tuned).
+func ceilingALO(ctx context.Context, a childArgs, tune func(*sarama.Config)) error {
 	pcfg := saramaConfig()
 	pcfg.Producer.RequiredAcks = sarama.WaitForAll
 	pcfg.Producer.Idempotent = true
 	pcfg.Net.MaxOpenRequests = 1
 	pcfg.Producer.Return.Successes = true
 	pcfg.Producer.Partitioner = sarama.NewManualPartitioner
+	ccfg := saramaConfig()
+	ccfg.Consumer.Offsets.AutoCommit.Interval = 100 * time.Millisecond
+	ccfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	if tune != nil {
+		tune(pcfg)
+		tune(ccfg)
+	}
 	prod, err := sarama.NewAsyncProducer(a.brokers, pcfg)
 	if err != nil {
 		return err
 	}
 	defer prod.AsyncClose()
-	ccfg := saramaConfig()
-	ccfg.Consumer.Offsets.AutoCommit.Interval = 100 * time.Millisecond
-	ccfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 	group, err := sarama.NewConsumerGroup(a.brokers, a.app, ccfg)
 	if err != nil {
 		return err
@@ -238,8 +249,9 @@ func (h *aloHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.Consum
 }
 
 // ceilingEOS copies input to output in transactions: one per 100 ms epoch,
-// the consumed offsets added with AddOffsetsToTxn. No processing.
-func ceilingEOS(ctx context.Context, a childArgs) error {
+// the consumed offsets added with AddOffsetsToTxn. No processing. tune,
+// when not nil, changes both clients' configurations (ceiling-eos-tuned).
+func ceilingEOS(ctx context.Context, a childArgs, tune func(*sarama.Config)) error {
 	cfg := saramaConfig()
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Idempotent = true
@@ -248,6 +260,10 @@ func ceilingEOS(ctx context.Context, a childArgs) error {
 	cfg.Producer.Partitioner = sarama.NewManualPartitioner
 	ccfg := saramaConfig()
 	ccfg.Consumer.IsolationLevel = sarama.ReadCommitted
+	if tune != nil {
+		tune(cfg)
+		tune(ccfg)
+	}
 	client, err := sarama.NewClient(a.brokers, ccfg) // the consumer's own client: fetches must not queue behind produces
 	if err != nil {
 		return err

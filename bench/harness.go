@@ -410,7 +410,7 @@ func (h *harness) throughput(ctx context.Context, sys, wl string) row {
 		return r
 	}
 	r.in, r.want = inp.in, inp.outProc
-	if sys == sysCeilingALO || sys == sysCeilingEOS {
+	if isCopier(sys) {
 		r.want = inp.outCopy
 	}
 	cnt, err := h.newCounter(out)

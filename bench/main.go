@@ -39,9 +39,9 @@ const (
 	partitions = 8
 )
 
-func eos(sys string) bool {
-	return sys == sysCeilingEOS || sys == sysWeirEOS || sys == sysWeirMB || sys == sysKStreamsEOS
-}
+// eos reports whether sys runs exactly-once: every such row's name has
+// "-eos" in it (ceiling-eos, ceiling-eos-tuned, franz-eos-lz4, weir-mb-eos, …).
+func eos(sys string) bool { return strings.Contains(sys, "-eos") }
 
 func main() {
 	child := flag.String("child", "", "internal: run this system as a child process")
@@ -52,11 +52,13 @@ func main() {
 	dir := flag.String("dir", "", "internal: child state dir")
 	brokers := flag.String("brokers", "", "Kafka bootstrap servers host:port[,...]; empty starts an embedded broker in-process")
 	quick := flag.Bool("quick", false, "small sizes: finishes in under 5 minutes")
-	all := []string{sysCeilingALO, sysCeilingEOS, sysWeirALO, sysWeirEOS, sysWeirMB, sysGoka, sysKStreamsALO, sysKStreamsEOS}
+	all := []string{sysCeilingALO, sysCeilingEOS, sysCeilingALOTuned, sysCeilingEOSTuned, sysFranzALO, sysFranzEOS,
+		sysWeirALO, sysWeirEOS, sysWeirMB, sysGoka, sysKStreamsALO, sysKStreamsEOS}
 	systems := flag.String("systems", strings.Join(all, ","), "systems to run")
 	latSystems := flag.String("latency-systems", strings.Join(all, ","), "systems whose stateless latency is measured")
 	keep := flag.Bool("keep", false, "keep the temporary directory (child logs, state dirs)")
 	outDir := flag.String("results", "results", "directory for latest.md and latency.png")
+	workloads := flag.String("workloads", wlStateless+","+wlWordCount, "throughput workloads to run")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -129,6 +131,9 @@ func main() {
 
 	var rows []row
 	for _, wl := range []string{wlStateless, wlWordCount} {
+		if !slices.Contains(strings.Split(*workloads, ","), wl) {
+			continue
+		}
 		for _, sys := range sysList {
 			if sys == "" || (sys == sysGoka && wl != wlWordCount) {
 				continue
