@@ -2,11 +2,13 @@ package weir
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,13 +23,101 @@ import (
 // Each App has its own registry.
 func (a *App) Metrics() *prometheus.Registry { return a.metrics.Registry() }
 
-// HTTPAddr returns the address the HTTP endpoints listen on, "" when
-// WithHTTP is not set or Run is not serving.
+// HTTPAddr returns the address the HTTP endpoints listen on (host:port;
+// served over HTTPS with WithHTTPTLS), "" when WithHTTP is not set or Run
+// is not serving.
 func (a *App) HTTPAddr() string {
 	if p := a.httpAddr.Load(); p != nil {
 		return *p
 	}
 	return ""
+}
+
+// ErrHTTPForbidden, wrapped by the error of a WithHTTPAuth hook, refuses
+// the request with 403 Forbidden instead of 401 Unauthorized.
+var ErrHTTPForbidden = query.ErrForbidden
+
+// validateHTTP reports the problems of the HTTP options (see validate).
+func (c *config) validateHTTP(bad func(format string, a ...any)) {
+	if c.httpOn {
+		if _, _, err := net.SplitHostPort(c.httpAddr); err != nil {
+			bad("WithHTTP: %q is not host:port: %v", c.httpAddr, err)
+		}
+	}
+	if c.httpAdvertise != "" {
+		scheme, hostport := splitScheme(c.httpAdvertise)
+		if host, port, err := net.SplitHostPort(hostport); err != nil {
+			bad("WithAdvertisedHTTP: %q is not host:port: %v", c.httpAdvertise, err)
+		} else if host == "" || port == "" {
+			bad("WithAdvertisedHTTP: %q lacks a host or a port", c.httpAdvertise)
+		}
+		switch {
+		case scheme == "http" && c.httpTLS != nil:
+			bad("WithAdvertisedHTTP: %q is plain HTTP but the instance serves TLS (WithHTTPTLS): advertise https:// or host:port", c.httpAdvertise)
+		case scheme == "https" && c.httpTLS == nil:
+			bad("WithAdvertisedHTTP: %q is https:// but the instance serves plain HTTP (no WithHTTPTLS)", c.httpAdvertise)
+		}
+	}
+	if c.httpTLSSet {
+		switch t := c.httpTLS; {
+		case t == nil:
+			bad("WithHTTPTLS: nil *tls.Config")
+		case !c.httpOn:
+			bad("WithHTTPTLS: set without WithHTTP (there is no HTTP server to serve over TLS)")
+		default:
+			if len(t.Certificates) == 0 && t.GetCertificate == nil && t.GetConfigForClient == nil {
+				bad("WithHTTPTLS: no server certificate (set Certificates or GetCertificate)")
+			}
+			verifies := t.ClientAuth == tls.VerifyClientCertIfGiven || t.ClientAuth == tls.RequireAndVerifyClientCert
+			if verifies && t.ClientCAs == nil {
+				bad("WithHTTPTLS: ClientAuth %v verifies client certificates but ClientCAs is nil (set the CA of the clients' certificates)", t.ClientAuth)
+			}
+			if (t.ClientAuth == tls.RequestClientCert || t.ClientAuth == tls.RequireAnyClientCert) && t.VerifyPeerCertificate == nil {
+				bad("WithHTTPTLS: ClientAuth %v accepts any client certificate unverified: use RequireAndVerifyClientCert with ClientCAs, or set VerifyPeerCertificate", t.ClientAuth)
+			}
+			if t.ClientAuth == tls.RequireAndVerifyClientCert && len(t.Certificates) == 0 && t.GetClientCertificate == nil {
+				bad("WithHTTPTLS: client certificates are required but forwarding between instances has none to present (set Certificates or GetClientCertificate)")
+			}
+		}
+	}
+	if c.httpAuthSet {
+		switch {
+		case c.httpAuth == nil:
+			bad("WithHTTPAuth: nil function")
+		case !c.httpOn:
+			bad("WithHTTPAuth: set without WithHTTP (there is no HTTP server to authenticate requests to)")
+		}
+	}
+}
+
+// splitScheme splits an advertised address into its scheme ("http",
+// "https", or "" when it has none) and host:port; another scheme is left in
+// host:port, which then fails to parse.
+func splitScheme(addr string) (scheme, hostport string) {
+	for _, s := range []string{"http", "https"} {
+		if rest, ok := strings.CutPrefix(addr, s+"://"); ok {
+			return s, rest
+		}
+	}
+	return "", addr
+}
+
+// forwardClient is the client an instance forwards queries with: over TLS
+// it trusts the configured RootCAs and presents the configured
+// certificates.
+func (a *App) forwardClient() *http.Client {
+	c := &http.Client{Timeout: 10 * time.Second}
+	if a.cfg.httpTLS == nil {
+		return c
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	cfg := a.cfg.httpTLS.Clone()
+	// A server configuration used as a client's: the transport offers its
+	// own protocols, and the host it dials is the name to verify.
+	cfg.NextProtos, cfg.ServerName = nil, ""
+	tr.TLSClientConfig = cfg
+	c.Transport = tr
+	return c
 }
 
 // listenHTTP binds the listener and works out the advertised address.
@@ -43,7 +133,7 @@ func (a *App) listenHTTP() (net.Listener, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("http: %w", err)
 	}
-	adv := a.cfg.httpAdvertise
+	_, adv := splitScheme(a.cfg.httpAdvertise)
 	if adv == "" {
 		tcp := ln.Addr().(*net.TCPAddr)
 		adv = ln.Addr().String()
@@ -55,6 +145,9 @@ func (a *App) listenHTTP() (net.Listener, string, error) {
 			}
 			adv = net.JoinHostPort(name, fmt.Sprint(tcp.Port))
 		}
+	}
+	if a.cfg.httpTLS != nil {
+		adv = query.HTTPS + adv
 	}
 	return ln, adv, nil
 }
@@ -70,25 +163,32 @@ func (a *App) serveHTTP(rt *runtime.Runtime) (stop func(), err error) {
 		return nil, err
 	}
 	rt.SetMemberData([]byte(adv))
+	forward := a.forwardClient()
 	h, err := query.NewHandler(query.Config{
 		Runtime: rt, Members: rt.GroupMembers, Self: adv, Metrics: a.metrics.Handler(),
 		Progress: a.progress.Snapshot, Logger: a.cfg.logger,
 		Health: func() query.Health { return a.health(rt) },
+		Auth:   a.cfg.httpAuth, TLS: a.cfg.httpTLS != nil, Client: forward,
 	})
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	serve := func() error { return srv.Serve(ln) }
+	if a.cfg.httpTLS != nil {
+		srv.TLSConfig = a.cfg.httpTLS.Clone()
+		serve = func() error { return srv.ServeTLS(ln, "", "") }
+	}
 	actual := ln.Addr().String()
 	a.httpAddr.Store(&actual)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.cfg.logger.Error("weir: http server", "err", err)
 		}
 	})
-	a.cfg.logger.Info("weir: serving http", "addr", actual, "advertised", adv)
+	a.cfg.logger.Info("weir: serving http", "addr", actual, "advertised", adv, "tls", a.cfg.httpTLS != nil, "auth", a.cfg.httpAuth != nil)
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -96,6 +196,7 @@ func (a *App) serveHTTP(rt *runtime.Runtime) (stop func(), err error) {
 			_ = srv.Close()
 		}
 		wg.Wait()
+		forward.CloseIdleConnections()
 		a.httpAddr.Store(nil)
 	}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,6 +66,10 @@ type config struct {
 	httpOn            bool
 	httpAddr          string
 	httpAdvertise     string
+	httpTLS           *tls.Config
+	httpTLSSet        bool
+	httpAuth          func(*http.Request) error
+	httpAuthSet       bool
 	progressReports   int
 	replication       int16
 	topicConfig       map[string]string
@@ -341,11 +346,52 @@ func WithHTTP(addr string) Option { return func(c *config) { c.httpAddr = addr; 
 // WithAdvertisedHTTP sets the host:port other instances forward queries to
 // (Kafka Streams' application.server). Default: the address WithHTTP
 // listens on, or this host's name with its port when that is an
-// unspecified address such as 0.0.0.0. It matters only with WithHTTP. New
-// rejects a value that is not host:port with both parts; an address the
+// unspecified address such as 0.0.0.0. It matters only with WithHTTP. It
+// may carry the scheme ("https://host:port"), which must then match
+// WithHTTPTLS: with TLS the instance advertises https://host:port. New
+// rejects a value that is not host:port with both parts, another scheme,
+// and http:// with WithHTTPTLS or https:// without it; an address the
 // other instances cannot reach makes their forwarded queries fail.
 func WithAdvertisedHTTP(hostport string) Option {
 	return func(c *config) { c.httpAdvertise = hostport }
+}
+
+// WithHTTPTLS serves the HTTP endpoints of WithHTTP over TLS (HTTPS) with
+// cfg, cloned; plain HTTP to them is refused (400). Default: plain HTTP.
+// cfg.Certificates (or GetCertificate) is the instance's server
+// certificate: it must be valid for the host the instance advertises
+// (WithAdvertisedHTTP; an IP address needs an IP SAN). For mutual TLS set
+// ClientAuth to tls.RequireAndVerifyClientCert (or
+// VerifyClientCertIfGiven) and ClientCAs to the CA of the clients'
+// certificates. Forwarding between instances uses the same TLS: the
+// instances advertise https://host:port, and the forwarding client trusts
+// cfg.RootCAs (the system pool when nil) and presents cfg.Certificates as
+// its client certificate (which then needs the clientAuth extended key
+// usage too). Every instance of the application must set it. No Kafka
+// Streams counterpart (it leaves the server to the application). New
+// rejects a nil cfg, a cfg without WithHTTP, without a certificate,
+// verifying client certificates without ClientCAs, asking for them
+// without verifying them (RequestClientCert, RequireAnyClientCert, unless
+// VerifyPeerCertificate is set), and requiring them with no certificate
+// for forwarding to present.
+func WithHTTPTLS(cfg *tls.Config) Option {
+	return func(c *config) { c.httpTLS, c.httpTLSSet = cfg, true }
+}
+
+// WithHTTPAuth authenticates every request to the HTTP endpoints of
+// WithHTTP — queries, /metrics, /progress, /healthz and /readyz — with
+// auth before it is served: nil admits it; an error refuses it with 401
+// Unauthorized, or 403 Forbidden when the error wraps ErrHTTPForbidden,
+// and a JSON body {"error": ...} with the error's text; a refused request
+// never reaches a store. The request's TLS state (r.TLS, its
+// PeerCertificates under mutual TLS) and headers are there to decide on;
+// to leave health probes open, admit their paths. A query forwarded
+// between instances is authenticated on both: the forwarded request
+// carries the original's Authorization header and, under mutual TLS, the
+// forwarding instance's certificate. Default: no authentication. No Kafka
+// Streams counterpart. New rejects a nil auth and one without WithHTTP.
+func WithHTTPAuth(auth func(r *http.Request) error) Option {
+	return func(c *config) { c.httpAuth, c.httpAuthSet = auth, true }
 }
 
 // WithProgressReports sets how many progress reports (epochs or batches)
@@ -486,18 +532,7 @@ func (c *config) validate() error {
 			bad("WithCreateSinkTopics: empty topic config key")
 		}
 	}
-	if c.httpOn {
-		if _, _, err := net.SplitHostPort(c.httpAddr); err != nil {
-			bad("WithHTTP: %q is not host:port: %v", c.httpAddr, err)
-		}
-	}
-	if c.httpAdvertise != "" {
-		if host, port, err := net.SplitHostPort(c.httpAdvertise); err != nil {
-			bad("WithAdvertisedHTTP: %q is not host:port: %v", c.httpAdvertise, err)
-		} else if host == "" || port == "" {
-			bad("WithAdvertisedHTTP: %q lacks a host or a port", c.httpAdvertise)
-		}
-	}
+	c.validateHTTP(bad)
 	if c.progressReports < 0 {
 		bad("WithProgressReports: %d is negative (0 for the default, %d)", c.progressReports, DefaultProgressReports)
 	}

@@ -1,7 +1,10 @@
 package weir_test
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +13,14 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/microbatch"
+)
+
+// aCert, getCert and admitAll stand for a certificate and an auth hook in
+// the HTTP rows: New checks they are set, not what they hold.
+var (
+	aCert    = []tls.Certificate{{}}
+	getCert  = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return nil, errors.New("none") }
+	admitAll = func(*http.Request) error { return nil }
 )
 
 // validBase is the smallest valid set of options.
@@ -73,6 +84,25 @@ func TestNewRejectsEachInvalidOption(t *testing.T) {
 		{"advertised no port", nil, weir.WithAdvertisedHTTP("host"), `WithAdvertisedHTTP: "host" is not host:port`},
 		{"advertised no host", nil, weir.WithAdvertisedHTTP(":8080"), `WithAdvertisedHTTP: ":8080" lacks a host or a port`},
 		{"advertised empty port", nil, weir.WithAdvertisedHTTP("host:"), `WithAdvertisedHTTP: "host:" lacks a host or a port`},
+		{"advertised other scheme", nil, weir.WithAdvertisedHTTP("ftp://host:8080"), `WithAdvertisedHTTP: "ftp://host:8080" is not host:port`},
+		{"advertised http with tls", []weir.Option{weir.WithHTTP(":0"), weir.WithHTTPTLS(&tls.Config{Certificates: aCert})}, weir.WithAdvertisedHTTP("http://host:8080"),
+			`WithAdvertisedHTTP: "http://host:8080" is plain HTTP but the instance serves TLS`},
+		{"advertised https without tls", []weir.Option{weir.WithHTTP(":0")}, weir.WithAdvertisedHTTP("https://host:8080"),
+			`WithAdvertisedHTTP: "https://host:8080" is https:// but the instance serves plain HTTP`},
+		{"http tls nil", []weir.Option{weir.WithHTTP(":0")}, weir.WithHTTPTLS(nil), "WithHTTPTLS: nil *tls.Config"},
+		{"http tls without http", nil, weir.WithHTTPTLS(&tls.Config{Certificates: aCert}), "WithHTTPTLS: set without WithHTTP"},
+		{"http tls no certificate", []weir.Option{weir.WithHTTP(":0")}, weir.WithHTTPTLS(&tls.Config{RootCAs: x509.NewCertPool()}), "WithHTTPTLS: no server certificate"},
+		{"http tls verify without ClientCAs", []weir.Option{weir.WithHTTP(":0")},
+			weir.WithHTTPTLS(&tls.Config{Certificates: aCert, ClientAuth: tls.RequireAndVerifyClientCert}),
+			"WithHTTPTLS: ClientAuth RequireAndVerifyClientCert verifies client certificates but ClientCAs is nil"},
+		{"http tls unverified client certificates", []weir.Option{weir.WithHTTP(":0")},
+			weir.WithHTTPTLS(&tls.Config{Certificates: aCert, ClientAuth: tls.RequireAnyClientCert}),
+			"WithHTTPTLS: ClientAuth RequireAnyClientCert accepts any client certificate unverified"},
+		{"http mtls nothing to forward with", []weir.Option{weir.WithHTTP(":0")},
+			weir.WithHTTPTLS(&tls.Config{GetCertificate: getCert, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: x509.NewCertPool()}),
+			"WithHTTPTLS: client certificates are required but forwarding between instances has none to present"},
+		{"http auth nil", []weir.Option{weir.WithHTTP(":0")}, weir.WithHTTPAuth(nil), "WithHTTPAuth: nil function"},
+		{"http auth without http", nil, weir.WithHTTPAuth(admitAll), "WithHTTPAuth: set without WithHTTP"},
 		{"progress reports negative", nil, weir.WithProgressReports(-1), "WithProgressReports: -1 is negative"},
 		{"compression brotli", nil, weir.WithCompression("brotli"), `WithCompression: kafka: invalid configuration: compression "brotli" is not none, gzip, snappy, lz4 or zstd`},
 		{"compression upper case", nil, weir.WithCompression("LZ4"), `WithCompression: kafka: invalid configuration: compression "LZ4" is not`},
@@ -178,6 +208,10 @@ func TestNewAcceptsValidBounds(t *testing.T) {
 		"replication -1, topic config": {weir.WithReplicationFactor(-1), weir.WithTopicConfig("retention.ms", "1")},
 		"sinks":                        {weir.WithCreateSinkTopics(1, map[string]string{"cleanup.policy": "compact"})},
 		"http":                         {weir.WithHTTP(":0"), weir.WithAdvertisedHTTP("host:8080")},
+		"http advertised http://":      {weir.WithHTTP(":0"), weir.WithAdvertisedHTTP("http://host:8080")},
+		"https, auth":                  {weir.WithHTTP(":0"), weir.WithHTTPTLS(&tls.Config{Certificates: aCert}), weir.WithAdvertisedHTTP("https://host:8080"), weir.WithHTTPAuth(admitAll)},
+		"https, advertised host:port":  {weir.WithHTTP(":0"), weir.WithHTTPTLS(&tls.Config{GetCertificate: getCert}), weir.WithAdvertisedHTTP("host:8080")},
+		"mutual tls":                   {weir.WithHTTP(":0"), weir.WithHTTPTLS(&tls.Config{Certificates: aCert, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: x509.NewCertPool()})},
 		"micro-batch":                  {weir.WithMicroBatch(microbatch.Config{Trigger: microbatch.ProcessingTime(time.Millisecond)})},
 		"sasl":                         {weir.WithSASL("PLAIN", "u", "p"), weir.WithTLS(nil)},
 		"nil options":                  {nil, weir.WithLogger(nil), weir.WithErrorHandler(nil), weir.WithStateListener(nil)},

@@ -59,6 +59,14 @@ type Config struct {
 	// state (see Health). Without it /healthz is always 200 and /readyz
 	// 200 once the topics are ready and no task restores.
 	Health func() Health
+	// Auth, if set, admits or refuses every request before it is served
+	// (see ErrForbidden); forwarded requests carry the original's
+	// Authorization header.
+	Auth func(*http.Request) error
+	// TLS: the instance serves HTTPS (Self has the https:// prefix) and
+	// forwards over HTTPS only; Client must trust the instances'
+	// certificates.
+	TLS bool
 }
 
 // Health is the application's state as /healthz and /readyz report it.
@@ -129,7 +137,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, apiError{Error: "no such endpoint: " + r.Method + " " + r.URL.Path})
 	})
-	return mux, nil
+	return s.authenticate(mux), nil
 }
 
 // apiError is the body of every error reply.
@@ -404,11 +412,18 @@ func (s *server) elsewhere(w http.ResponseWriter, r *http.Request, info runtime.
 
 // forward sends r to the instance at addr and returns its reply.
 func (s *server) forward(ctx context.Context, addr string, r *http.Request) (int, string, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+r.URL.RequestURI(), nil)
+	base, err := s.ownerURL(addr)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+r.URL.RequestURI(), nil)
 	if err != nil {
 		return 0, "", nil, err
 	}
 	req.Header.Set(ForwardedHeader, s.cfg.Self)
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
 	resp, err := s.cfg.Client.Do(req)
 	if err != nil {
 		return 0, "", nil, err
