@@ -34,7 +34,7 @@ func runChild(ctx context.Context, a childArgs) error {
 		return ceilingALO(ctx, a, nil)
 	case sysCeilingEOS:
 		return ceilingEOS(ctx, a, nil)
-	case sysWeirALO, sysWeirEOS, sysWeirMB:
+	case sysWeirALO, sysWeirEOS, sysWeirMB, sysWeirEOSCache, sysWeirMBCache:
 		return runWeir(ctx, a)
 	case sysGoka:
 		return runGoka(ctx, a)
@@ -81,10 +81,13 @@ func runWeir(ctx context.Context, a childArgs, extra ...weir.Option) error {
 		weir.WithEpochInterval(100 * time.Millisecond),
 	}
 	opts = append(opts, extra...)
+	if cached(a.system) {
+		opts = append(opts, weir.WithCacheMaxBytes(cacheMaxBytes))
+	}
 	switch a.system {
-	case sysWeirEOS:
+	case sysWeirEOS, sysWeirEOSCache:
 		opts = append(opts, weir.WithGuarantee(weir.ExactlyOnce))
-	case sysWeirMB:
+	case sysWeirMB, sysWeirMBCache:
 		opts = append(opts, weir.WithGuarantee(weir.ExactlyOnce),
 			weir.WithMicroBatch(microbatch.Config{Trigger: microbatch.Continuously(), MaxRecordsPerBatch: 20000}))
 	}

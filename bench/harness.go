@@ -37,6 +37,9 @@ type harness struct {
 	ksJar    string
 	embedded bool
 	inputs   map[string]input // per workload
+	// wordCounts is each word's count in the word count's input: the
+	// final counts the rows with record caches wait for.
+	wordCounts map[string]int64
 }
 
 func newHarness(addrs []string, tmp string, p params) (*harness, error) {
@@ -179,6 +182,7 @@ func (h *harness) preload(topic, wl string) (in, outCopy, outProc int, err error
 		}
 	} else {
 		in = h.p.wordLines
+		h.wordCounts = map[string]int64{}
 		r := rand.New(rand.NewSource(2))
 		for i := 0; i < in; i++ {
 			ws := make([]string, 10)
@@ -186,6 +190,9 @@ func (h *harness) preload(topic, wl string) (in, outCopy, outProc int, err error
 				ws[j] = vocab[r.Intn(len(vocab))]
 			}
 			outProc += len(ws)
+			for _, w := range ws {
+				h.wordCounts[w]++
+			}
 			prod.Input() <- &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(fmt.Sprint(i)), Value: sarama.StringEncoder(strings.Join(ws, " "))}
 		}
 	}
@@ -209,9 +216,10 @@ type counter struct {
 	cons        sarama.Consumer
 	pcs         []sarama.PartitionConsumer
 	closed      atomic.Bool
+	final       *finals // with record caches: the final count of every word
 }
 
-func (h *harness) newCounter(topic string) (*counter, error) {
+func (h *harness) newCounter(topic string, final ...*finals) (*counter, error) {
 	cfg := saramaConfig()
 	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
 	cfg.Consumer.Fetch.Default = 4 << 20
@@ -225,6 +233,9 @@ func (h *harness) newCounter(topic string) (*counter, error) {
 		return nil, err
 	}
 	c := &counter{client: client, cons: cons}
+	if len(final) > 0 {
+		c.final = final[0]
+	}
 	ps, err := partitionsOf(client, topic)
 	if err != nil {
 		return nil, err
@@ -254,6 +265,9 @@ func (h *harness) newCounter(topic string) (*counter, error) {
 				if c.n.Add(1) == 1 {
 					c.first.Store(now.UnixNano())
 				}
+				if c.final != nil {
+					c.final.see(m.Key, m.Value)
+				}
 				from := c.measureFrom.Load()
 				if from == 0 || len(m.Value) < 19 {
 					continue
@@ -272,6 +286,15 @@ func (h *harness) newCounter(topic string) (*counter, error) {
 		}()
 	}
 	return c, nil
+}
+
+// done reports whether the output is complete: want records, or with
+// record caches every word at its final count.
+func (c *counter) done(want int) bool {
+	if c.final != nil {
+		return c.final.complete()
+	}
+	return int(c.n.Load()) >= want
 }
 
 func (c *counter) close() {
@@ -413,7 +436,11 @@ func (h *harness) throughput(ctx context.Context, sys, wl string) row {
 	if isCopier(sys) {
 		r.want = inp.outCopy
 	}
-	cnt, err := h.newCounter(out)
+	var final []*finals
+	if cached(sys) { // coalesced updates: wait for every word's final count
+		final = append(final, newFinals(h.wordCounts))
+	}
+	cnt, err := h.newCounter(out, final...)
 	if err != nil {
 		r.err = err.Error()
 		return r
@@ -426,7 +453,7 @@ func (h *harness) throughput(ctx context.Context, sys, wl string) row {
 		return r
 	}
 	deadline := t0.Add(h.p.runTimeout)
-	for int(cnt.n.Load()) < r.want && time.Now().Before(deadline) && !c.exited() && ctx.Err() == nil {
+	for !cnt.done(r.want) && time.Now().Before(deadline) && !c.exited() && ctx.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
 	}
 	tDone := time.Now()
@@ -438,7 +465,7 @@ func (h *harness) throughput(ctx context.Context, sys, wl string) row {
 	exited := c.exited()
 	r.rssKiB, r.cpu = c.stop()
 	switch {
-	case r.got >= r.want:
+	case cnt.done(r.want):
 	case exited:
 		r.err = fmt.Sprintf("child exited after %d/%d outputs: %s", r.got, r.want, c.tail())
 	default:

@@ -14,7 +14,9 @@ const (
 	sysKStreamsEOS = "kstreams-eos"
 )
 
-func isKStreams(sys string) bool { return sys == sysKStreamsALO || sys == sysKStreamsEOS }
+func isKStreams(sys string) bool {
+	return sys == sysKStreamsALO || sys == sysKStreamsEOS || sys == sysKStreamsEOSCache
+}
 
 // buildKStreams builds bench/kstreams/target/kstreams-bench.jar once with
 // `mvn -q -B package` (Maven skips what is up to date) and returns its

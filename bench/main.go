@@ -54,7 +54,7 @@ func main() {
 	quick := flag.Bool("quick", false, "small sizes: finishes in under 5 minutes")
 	all := []string{sysCeilingALO, sysCeilingEOS, sysCeilingALOTuned, sysCeilingEOSTuned, sysFranzALO, sysFranzEOS,
 		sysWeirALO, sysWeirEOS, sysWeirMB, sysGoka, sysKStreamsALO, sysKStreamsEOS}
-	systems := flag.String("systems", strings.Join(all, ","), "systems to run")
+	systems := flag.String("systems", strings.Join(append(slices.Clone(all), cachedSystems...), ","), "systems to run")
 	latSystems := flag.String("latency-systems", strings.Join(all, ","), "systems whose stateless latency is measured")
 	keep := flag.Bool("keep", false, "keep the temporary directory (child logs, state dirs)")
 	outDir := flag.String("results", "results", "directory for latest.md and latency.png")
@@ -125,6 +125,7 @@ func main() {
 		if why != "" {
 			fmt.Fprintln(os.Stderr, "bench: skipping the Kafka Streams rows:", why)
 			h.skip[sysKStreamsALO], h.skip[sysKStreamsEOS] = why, why
+			h.skip[sysKStreamsEOSCache] = why
 		}
 		h.ksJar = jar
 	}
@@ -135,7 +136,7 @@ func main() {
 			continue
 		}
 		for _, sys := range sysList {
-			if sys == "" || (sys == sysGoka && wl != wlWordCount) {
+			if sys == "" || ((sys == sysGoka || cached(sys)) && wl != wlWordCount) {
 				continue
 			}
 			if ctx.Err() != nil {

@@ -26,7 +26,8 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * java -jar target/kstreams-bench.jar SYSTEM WORKLOAD BROKERS IN OUT APP STATEDIR
  * </pre>
  *
- * SYSTEM is kstreams-alo (at_least_once) or kstreams-eos (exactly_once_v2);
+ * SYSTEM is kstreams-alo (at_least_once), kstreams-eos (exactly_once_v2) or
+ * kstreams-eos-cache (exactly_once_v2 with the record cache on, 10 MiB);
  * WORKLOAD is stateless (filter + map of byte values) or wordcount (flatMap,
  * groupBy word through a repartition topic, count into the default persistent
  * RocksDB store, every update to OUT). It runs until SIGTERM.
@@ -63,15 +64,19 @@ public final class Bench {
         p.put(StreamsConfig.STATE_DIR_CONFIG, dir);
         switch (system) {
             case "kstreams-alo" -> p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.AT_LEAST_ONCE);
-            case "kstreams-eos" -> p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+            case "kstreams-eos", "kstreams-eos-cache" -> p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
             default -> throw new IllegalArgumentException("unknown system " + system);
         }
         // The same commit interval as weir's epochs for both guarantees.
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
-        // Every count update goes downstream, as weir does: the record cache
-        // (on by default) would suppress intermediate updates and change the
-        // number of output records the harness waits for.
-        p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        // kstreams-alo and kstreams-eos: every count update goes downstream,
+        // as weir does by default: the record cache (on by default) would
+        // suppress intermediate updates and change the number of output
+        // records the harness waits for.
+        // kstreams-eos-cache keeps it on at its default size (10 MiB, as
+        // weir-*-eos-cache's WithCacheMaxBytes): the harness then waits for
+        // every word's final count instead.
+        p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, system.endsWith("-cache") ? 10L * 1024 * 1024 : 0);
         // One stream thread per CPU (weir's loops use all CPUs too).
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, Runtime.getRuntime().availableProcessors());
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
