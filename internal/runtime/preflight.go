@@ -154,7 +154,7 @@ func CheckTopics(req Requirements, facts map[string]kafka.TopicFacts, opts Prefl
 			switch {
 			case plan.Partitions[sub] == 0: // unknown: reported above
 			case f.Unauthorized:
-				errs = append(errs, fmt.Errorf("%w: dead-letter topic %q: the cluster refuses to describe it (ACLs granting Create and Write on it are needed)", ErrNotAuthorized, dlq))
+				errs = append(errs, fmt.Errorf("%w: dead-letter topic %q: the cluster refuses to describe it (an ACL granting Write on it is needed, and one granting Create while it does not exist)", ErrNotAuthorized, dlq))
 			case !f.Exists():
 				create = append(create, opts.Internal.spec(dlq, plan.Partitions[sub], false))
 			case f.Partitions != plan.Partitions[sub]:

@@ -12,6 +12,9 @@
 #                                 also the inter-broker listener
 #   KAFKA_SECURE_PORT+2   (9294)  the KRaft controller, SSL with client
 #                                 certificates (the broker's own), internal
+#   KAFKA_SECURE_PORT+3   (9295)  SSL, server-verified only: no client
+#                                 certificate asked for; the principal is
+#                                 User:ANONYMOUS
 #
 # Certificates are made at every start with the JDK's keytool: a CA, the
 # broker's certificate (SAN 127.0.0.1, localhost) and a client certificate
@@ -31,6 +34,7 @@
 #
 #   KAFKA_SASL_SSL_BROKERS=127.0.0.1:9292
 #   KAFKA_SSL_BROKERS=127.0.0.1:9293
+#   KAFKA_TLS_BROKERS=127.0.0.1:9295
 #   KAFKA_TLS_CA=<run-secure>/ca.pem
 #   KAFKA_TLS_CERT=<run-secure>/client.pem   KAFKA_TLS_KEY=<run-secure>/client.key
 #   KAFKA_ADMIN_USER=admin   KAFKA_ADMIN_PASSWORD=...
@@ -42,7 +46,7 @@
 # prints them again. Files: run-secure/ (gitignored).
 #
 # Environment:
-#   KAFKA_SECURE_PORT    first port, default 9292 (uses it and the next two)
+#   KAFKA_SECURE_PORT    first port, default 9292 (uses it and the next three)
 #   KAFKA_START_TIMEOUT  seconds to wait for the broker, default 90
 #   KAFKA_SECURE_HEAP    default "-Xms128m -Xmx384m"
 set -euo pipefail
@@ -53,6 +57,7 @@ run=$dir/run-secure
 port=${KAFKA_SECURE_PORT:-9292}
 sslport=$((port + 1))
 cport=$((port + 2))
+tlsport=$((port + 3))
 timeout=${KAFKA_START_TIMEOUT:-90}
 heap=${KAFKA_SECURE_HEAP:--Xms128m -Xmx384m}
 java=${JAVA_HOME:+$JAVA_HOME/bin/}java
@@ -83,7 +88,7 @@ fi
 command -v "$java" >/dev/null || die "java not found (Kafka 4.4 needs Java 17+)"
 command -v "$keytool" >/dev/null || die "keytool not found (it comes with the JDK)"
 command -v openssl >/dev/null || die "openssl not found (it turns the client key into PEM)"
-for p in "$port" "$sslport" "$cport"; do
+for p in "$port" "$sslport" "$cport" "$tlsport"; do
   ! port_open "$p" || die "port $p is already in use by something else"
 done
 
@@ -146,9 +151,9 @@ cat >"$run/server.properties" <<EOF
 # broker+controller for weir's security tests.
 process.roles=broker,controller
 node.id=1
-listeners=SASL_SSL://127.0.0.1:$port,SSL://127.0.0.1:$sslport,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=SASL_SSL://127.0.0.1:$port,SSL://127.0.0.1:$sslport
-listener.security.protocol.map=SASL_SSL:SASL_SSL,SSL:SSL,CONTROLLER:SSL
+listeners=SASL_SSL://127.0.0.1:$port,SSL://127.0.0.1:$sslport,CONTROLLER://127.0.0.1:$cport,TLS://127.0.0.1:$tlsport
+advertised.listeners=SASL_SSL://127.0.0.1:$port,SSL://127.0.0.1:$sslport,TLS://127.0.0.1:$tlsport
+listener.security.protocol.map=SASL_SSL:SASL_SSL,SSL:SSL,CONTROLLER:SSL,TLS:SSL
 inter.broker.listener.name=SSL
 controller.listener.names=CONTROLLER
 controller.quorum.bootstrap.servers=127.0.0.1:$cport
@@ -156,7 +161,8 @@ log.dirs=$run/_data
 
 # TLS: the broker's key and the CA the listeners trust for client
 # certificates. The SSL and controller listeners require one (mTLS); the
-# SASL_SSL listener authenticates by SASL.
+# SASL_SSL listener authenticates by SASL; the TLS listener asks for none
+# (server-verified TLS: its clients are User:ANONYMOUS).
 ssl.keystore.type=PKCS12
 ssl.keystore.location=$t/broker.p12
 ssl.keystore.password=$storepass
@@ -165,6 +171,7 @@ ssl.truststore.location=$t/truststore.p12
 ssl.truststore.password=$storepass
 ssl.client.auth=required
 listener.name.sasl_ssl.ssl.client.auth=none
+listener.name.tls.ssl.client.auth=none
 ssl.endpoint.identification.algorithm=https
 # A certificate's principal is User:<its CN>.
 ssl.principal.mapping.rules=RULE:^CN=([^,]+).*\$/\$1/,DEFAULT
@@ -263,6 +270,7 @@ log "ready in $((SECONDS - started))s"
 cat >"$run/secure.env" <<EOF
 KAFKA_SASL_SSL_BROKERS=127.0.0.1:$port
 KAFKA_SSL_BROKERS=127.0.0.1:$sslport
+KAFKA_TLS_BROKERS=127.0.0.1:$tlsport
 KAFKA_TLS_CA=$run/ca.pem
 KAFKA_TLS_CERT=$run/client.pem
 KAFKA_TLS_KEY=$run/client.key
