@@ -285,6 +285,14 @@ func joinHooks(a, b runtime.Hooks) runtime.Hooks {
 		},
 		CommitDeferred: func(err error) { call1(a.CommitDeferred, err); call1(b.CommitDeferred, err) },
 		Failing:        func(err error) { call1(a.Failing, err); call1(b.Failing, err) },
+		Phase: func(phase string, took time.Duration) {
+			if a.Phase != nil {
+				a.Phase(phase, took)
+			}
+			if b.Phase != nil {
+				b.Phase(phase, took)
+			}
+		},
 		Progressed: func() {
 			if a.Progressed != nil {
 				a.Progressed()

@@ -33,8 +33,9 @@ type Config struct {
 	// log"). Optional.
 	EpochLog *offsets.WAL
 	// OnProgress, if set, receives the progress of every committed epoch
-	// that processed records. It is called on the epoch's goroutine, with
-	// processing paused: keep it quick.
+	// that processed records, in epoch order. It is called in the
+	// background, after the epoch's commit and epoch log append; the next
+	// epoch end waits for it: keep it quick.
 	OnProgress func(Progress)
 }
 
@@ -67,6 +68,22 @@ type Engine struct {
 	// it for the claims of the next session.
 	rewindMu sync.Mutex
 	rewind   chan struct{}
+
+	// endMu serialises epoch ends: the coordinator's and the last one of
+	// every claim. behind, guarded by it, is what the last epoch end left
+	// running in the background (see endEpoch); nil if nothing.
+	endMu  sync.Mutex
+	behind *behindWork
+}
+
+// behindWork is the part of an epoch end that runs while the claims go on
+// processing: an at-least-once commit of a stateless topology
+// (runtime.CommitBehind), the epoch log append, the progress report. The
+// next epoch end, or Run's return, waits for it and takes its error.
+type behindWork struct {
+	ctx  context.Context
+	done chan struct{}
+	err  error
 }
 
 // New returns an engine for the runtime.
@@ -122,6 +139,14 @@ func (e *Engine) Run(ctx context.Context) error {
 	err = group.Run(runCtx, kafka.HandlerFunc(e.claim))
 	cancel(nil)
 	wg.Wait()
+	// Drain what the last epoch end left running: its epoch log append,
+	// or the error of its commit, is not dropped.
+	e.endMu.Lock()
+	_, serr := e.settle(context.WithoutCancel(ctx))
+	e.endMu.Unlock()
+	if err == nil {
+		err = serr
+	}
 	if cause := context.Cause(runCtx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause
 	}
@@ -144,7 +169,7 @@ func (e *Engine) coordinate(ctx context.Context) error {
 			if s == nil {
 				continue
 			}
-			if err := e.endEpoch(ctx, *s); err != nil {
+			if err := e.endEpoch(ctx, *s, true); err != nil {
 				return err
 			}
 		}
@@ -180,7 +205,7 @@ func (e *Engine) claim(ctx context.Context, c kafka.Claim) error {
 			return nil
 		case rec, open := <-c.Records():
 			if !open {
-				return e.cutOff(ctx, tp, e.endEpoch(ctx, c), rewind)
+				return e.cutOff(ctx, tp, e.endEpoch(ctx, c, false), rewind)
 			}
 			e.barrier.RLock()
 			select {
@@ -203,7 +228,7 @@ func (e *Engine) claim(ctx context.Context, c kafka.Claim) error {
 				return e.abort(ctx, err, rewind)
 			case err != nil:
 				// Commit what came before the failing record, then stop.
-				return e.cutOff(ctx, tp, errors.Join(err, e.endEpoch(ctx, c)), rewind)
+				return e.cutOff(ctx, tp, errors.Join(err, e.endEpoch(ctx, c, false)), rewind)
 			}
 		}
 	}
@@ -267,11 +292,44 @@ func (e *Engine) rewindSignal() <-chan struct{} {
 // they processed (see runtime.Commit). A failed at-least-once offset commit
 // is reported and carried by the next epoch; an aborted transaction
 // rewinds.
-func (e *Engine) endEpoch(ctx context.Context, s kafka.Session) error {
+//
+// Processing stops (the exclusive barrier) only for as long as the epoch
+// needs a consistent cut: the punctuators run and the positions are read
+// under it. With behind set (the coordinator's epochs) an at-least-once
+// epoch of a stateless topology then commits in the background while the
+// claims go on (runtime.CommitBehind); the others commit under the
+// barrier (a transaction can only commit after its sends, and staged
+// state only reaches Badger after the commit). The epoch log append and
+// the progress report always run in the background. Background work is
+// one epoch at a time, in order: each epoch end first waits for the
+// previous one's and takes its error (settle), as does Run on its return.
+// A claim ending (behind false) commits everything under the barrier
+// before its partition is released.
+func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) error {
+	e.endMu.Lock()
+	defer e.endMu.Unlock()
+	if rewound, err := e.settle(ctx); rewound || err != nil {
+		return err
+	}
+	var ph runtime.Phases
+	waitStart := time.Now()
 	e.barrier.Lock()
-	defer e.barrier.Unlock()
+	locked := time.Now()
+	e.rt.ObservePhase(runtime.PhaseBarrierWait, &ph.BarrierWait, locked.Sub(waitStart))
+	held := true
+	unlock := func() {
+		if held {
+			held = false
+			e.barrier.Unlock()
+			e.rt.ObservePhase(runtime.PhasePaused, &ph.Paused, time.Since(locked))
+		}
+	}
+	defer unlock()
 	now := e.rt.Now()
-	if err := e.rt.Tasks().Each(func(t *processor.Task) error { return t.PunctuateWallClock(now) }); err != nil {
+	err := e.rt.Timed(runtime.PhasePunctuate, &ph.Punctuate, func() error {
+		return e.rt.Tasks().Each(func(t *processor.Task) error { return t.PunctuateWallClock(now) })
+	})
+	if err != nil {
 		if errors.Is(err, runtime.ErrRewind) {
 			// A punctuator's Send doomed the transaction: end it (abort or
 			// re-create the producer) as a claim's abort does, then rewind.
@@ -283,8 +341,28 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session) error {
 		return fmt.Errorf("continuous: wall-clock punctuation: %w", err)
 	}
 	pos := e.positions()
+	if behind && e.rt.CanCommitBehind() {
+		rows, last := e.rows.Swap(0), e.lastEnd
+		e.lastEnd = now
+		unlock()
+		e.goBehind(ctx, func(bctx context.Context) error {
+			start := time.Now()
+			err := e.rt.CommitBehind(bctx, pos, s, &ph)
+			took := time.Since(start)
+			switch {
+			case errors.Is(err, runtime.ErrCommitLater):
+				e.rows.Add(rows) // the next epoch reports them
+				return err
+			case err != nil:
+				return err
+			}
+			e.epochs.Add(1)
+			return e.committed(bctx, now, pos, took, rows, last, &ph, true)
+		})
+		return nil
+	}
 	commitStart := time.Now()
-	err := e.rt.Commit(ctx, pos, s)
+	err = e.rt.CommitTimed(ctx, pos, s, &ph)
 	took := time.Since(commitStart)
 	switch {
 	case errors.Is(err, runtime.ErrCommitLater):
@@ -296,25 +374,78 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session) error {
 		return fmt.Errorf("continuous: %w", err)
 	}
 	e.epochs.Add(1)
-	if e.cfg.EpochLog != nil && len(pos) > 0 {
-		if err := e.cfg.EpochLog.AppendEpoch(ctx, epochRecord(e.epochs.Load(), now, pos)); err != nil {
-			return fmt.Errorf("continuous: epoch log: %w", err)
-		}
-	}
-	e.progress(now, pos, took)
+	rows, last := e.rows.Swap(0), e.lastEnd
+	e.lastEnd = now
+	unlock()
+	e.goBehind(ctx, func(bctx context.Context) error {
+		return e.committed(bctx, now, pos, took, rows, last, &ph, false)
+	})
 	return nil
 }
 
-// progress reports a committed epoch that processed records. The caller
-// holds the exclusive barrier.
-func (e *Engine) progress(now time.Time, pos runtime.Positions, took time.Duration) {
-	rows := e.rows.Swap(0)
-	last := e.lastEnd
-	e.lastEnd = now
-	if rows == 0 || e.cfg.OnProgress == nil {
-		return
+// goBehind runs fn in the background as the epoch's behindWork. Its
+// context is ctx, but the epoch log append is not cut short by a stop.
+func (e *Engine) goBehind(ctx context.Context, fn func(context.Context) error) {
+	w := &behindWork{ctx: ctx, done: make(chan struct{})}
+	e.behind = w
+	go func() {
+		defer close(w.done)
+		w.err = fn(ctx)
+	}()
+}
+
+// settle waits for the background work of the previous epoch end and
+// takes its outcome: a deferred offset commit is reported (the next
+// commit carries it), a member removed from its group rewinds (rewound
+// true: the epoch end in progress has nothing to commit), a commit cut
+// short by a stop is left to the claims' last commits, any other error is
+// returned (fatal). The caller holds endMu.
+func (e *Engine) settle(ctx context.Context) (rewound bool, err error) {
+	w := e.behind
+	if w == nil {
+		return false, nil
 	}
-	p := Progress{Epoch: e.epochs.Load(), Timestamp: now, NumInputRows: rows, CommitDuration: took}
+	<-w.done
+	e.behind = nil
+	switch err := w.err; {
+	case err == nil:
+		return false, nil
+	case errors.Is(err, runtime.ErrCommitLater):
+		e.report(fmt.Errorf("continuous: %w", err))
+		return false, nil
+	case errors.Is(err, runtime.ErrRewind):
+		e.barrier.Lock()
+		defer e.barrier.Unlock()
+		return true, e.abortLocked(ctx, err)
+	case w.ctx.Err() != nil && runtime.Stopped(w.ctx, err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("continuous: %w", err)
+	}
+}
+
+// committed appends a committed epoch to the epoch log and reports its
+// progress, in the background (see endEpoch). An epoch log that cannot be
+// written stops the engine at the next epoch end.
+func (e *Engine) committed(ctx context.Context, now time.Time, pos runtime.Positions, took time.Duration,
+	rows int64, last time.Time, ph *runtime.Phases, behind bool) error {
+	n := e.epochs.Load()
+	if e.cfg.EpochLog != nil && len(pos) > 0 {
+		err := e.rt.Timed(runtime.PhaseEpochLog, &ph.EpochLog, func() error {
+			return e.cfg.EpochLog.AppendEpoch(context.WithoutCancel(ctx), epochRecord(n, now, pos))
+		})
+		if err != nil {
+			return fmt.Errorf("epoch log: %w", err)
+		}
+	}
+	if ph.Paused >= e.cfg.EpochInterval {
+		e.rt.Logger().Info("weir: continuous: epoch end paused processing", "epoch", n, "phases", phasesValue(Phases(*ph)))
+	}
+	if rows == 0 || e.cfg.OnProgress == nil {
+		return nil
+	}
+	p := Progress{Epoch: n, Timestamp: now, NumInputRows: rows, CommitDuration: took,
+		CommittedBehind: behind, Phases: Phases(*ph)}
 	if d := now.Sub(last).Seconds(); !last.IsZero() && d > 0 {
 		p.InputRowsPerSecond = float64(rows) / d
 	}
@@ -322,6 +453,7 @@ func (e *Engine) progress(now time.Time, pos runtime.Positions, took time.Durati
 		p.Partitions = append(p.Partitions, PartitionProgress{Topic: o.Topic, Partition: o.Partition, Next: o.Next})
 	}
 	e.cfg.OnProgress(p)
+	return nil
 }
 
 // abort rewinds after a Send doomed the transaction (see claim), unless

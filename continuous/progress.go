@@ -22,8 +22,68 @@ type Progress struct {
 	// CommitDuration is how long the epoch's commit took: flush and offset
 	// commit, or the transaction's, and moving staged state into Badger.
 	CommitDuration time.Duration
+	// CommittedBehind reports a commit made while the claims went on
+	// processing (at-least-once, stateless topology): processing stood
+	// still only for Phases.Paused.
+	CommittedBehind bool
+	// Phases is how long each phase of the epoch's end took.
+	Phases Phases
 	// Partitions are the next offsets committed, per partition.
 	Partitions []PartitionProgress
+}
+
+// Phases is how long each phase of an epoch's end took; zero for a phase
+// that did not run. The metric weir_epoch_phase_seconds{phase} has the
+// same phases.
+type Phases struct {
+	// Paused is how long processing stood still: the exclusive barrier
+	// held, from BarrierWait's end. It holds Punctuate and, unless the
+	// epoch committed behind, every phase of the commit.
+	Paused time.Duration
+	// BarrierWait is the wait for the claims to finish the records they
+	// were processing.
+	BarrierWait time.Duration
+	// Punctuate is the wall-clock punctuators.
+	Punctuate time.Duration
+	// Membership is the at-least-once check that the member is still in
+	// its group, made before writing changelog records.
+	Membership time.Duration
+	// ChangelogFlush is sending the changelog records of the epoch.
+	ChangelogFlush time.Duration
+	// Flush is waiting until every output is acknowledged
+	// (at-least-once).
+	Flush time.Duration
+	// OffsetCommit is the consumer offset commit (at-least-once).
+	OffsetCommit time.Duration
+	// TxnCommit is the transaction's commit with its offsets, and the
+	// next one's begin (exactly-once).
+	TxnCommit time.Duration
+	// StateApply is moving the staged state into Badger with the
+	// changelog checkpoints (their end offsets asked of the brokers).
+	StateApply time.Duration
+	// EpochLog is appending the epoch to the epoch log (in the
+	// background: it never pauses processing).
+	EpochLog time.Duration
+}
+
+// phasesValue logs the phases that ran, in milliseconds.
+func phasesValue(p Phases) slog.Value {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	var attrs []slog.Attr
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"paused_ms", p.Paused}, {"barrier_wait_ms", p.BarrierWait}, {"punctuate_ms", p.Punctuate},
+		{"membership_ms", p.Membership}, {"changelog_flush_ms", p.ChangelogFlush}, {"flush_ms", p.Flush},
+		{"offset_commit_ms", p.OffsetCommit}, {"txn_commit_ms", p.TxnCommit}, {"state_apply_ms", p.StateApply},
+		{"epoch_log_ms", p.EpochLog},
+	} {
+		if f.d > 0 {
+			attrs = append(attrs, slog.Float64(f.name, ms(f.d)))
+		}
+	}
+	return slog.GroupValue(attrs...)
 }
 
 // PartitionProgress is one partition's committed position.
@@ -39,5 +99,8 @@ func (p Progress) LogValue() slog.Value {
 		slog.Int64("epoch", p.Epoch),
 		slog.Int64("rows", p.NumInputRows),
 		slog.Duration("commit", p.CommitDuration),
+		slog.Duration("paused", p.Phases.Paused),
+		slog.Bool("behind", p.CommittedBehind),
+		slog.Any("phases", phasesValue(p.Phases)),
 	)
 }

@@ -41,6 +41,7 @@ type Metrics struct {
 	reg        *prometheus.Registry
 	src        atomic.Pointer[Source]
 	commits    *prometheus.HistogramVec
+	phases     *prometheus.HistogramVec
 	rebalances prometheus.Counter
 	aborted    *prometheus.CounterVec
 	rewinds    *prometheus.CounterVec
@@ -63,6 +64,13 @@ func New(application, mode, guarantee string) *Metrics {
 		ConstLabels: labels,
 		Buckets:     []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 	}, []string{"result"})
+	m.phases = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "weir", Name: "epoch_phase_seconds",
+		Help: "Duration of each phase of an epoch end (continuous) or batch commit (micro-batch): paused (processing stood still), " +
+			"barrier_wait, punctuate, membership_check, changelog_flush, producer_flush, offset_commit, txn_commit, state_apply, epoch_log.",
+		ConstLabels: labels,
+		Buckets:     []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"phase"})
 	m.rebalances = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "weir", Name: "rebalances_total", ConstLabels: labels,
 		Help: "Assignments this member received from the consumer group (one per rebalance it took part in).",
@@ -97,7 +105,7 @@ func New(application, mode, guarantee string) *Metrics {
 			})
 	}
 	m.reg.MustRegister(
-		m.commits, m.rebalances, m.aborted, m.rewinds, m.deferred, m.state,
+		m.commits, m.phases, m.rebalances, m.aborted, m.rewinds, m.deferred, m.state,
 		counter("records_in_total", "Input records handed to tasks.", func(s *runtime.Stats) int64 { return s.RecordsIn.Load() }),
 		counter("records_out_total", "Records written: outputs, repartition and changelog records.", func(s *runtime.Stats) int64 { return s.RecordsOut.Load() }),
 		counter("dead_lettered_total", "Bad records written to dead-letter topics.", func(s *runtime.Stats) int64 { return s.DeadLetter.Load() }),
@@ -147,6 +155,7 @@ func (m *Metrics) Hooks() runtime.Hooks {
 			}
 			m.commits.WithLabelValues(result).Observe(took.Seconds())
 		},
+		Phase:      func(phase string, took time.Duration) { m.phases.WithLabelValues(phase).Observe(took.Seconds()) },
 		Rebalanced: func(int32) { m.rebalances.Inc() },
 		Rewound: func(cause string, _ error) {
 			m.rewinds.WithLabelValues(cause).Inc()

@@ -52,7 +52,16 @@ type Positions map[offsets.TopicPartition]int64
 //
 // Once Kafka has the epoch, the tasks' staged state writes move into
 // Badger with their changelog checkpoints; after an abort they are dropped.
-func (r *Runtime) Commit(ctx context.Context, positions Positions, s kafka.Session) (err error) {
+func (r *Runtime) Commit(ctx context.Context, positions Positions, s kafka.Session) error {
+	return r.CommitTimed(ctx, positions, s, nil)
+}
+
+// CommitTimed is Commit, adding how long each of its phases took to ph
+// (if not nil) and reporting them to the Phase hook.
+func (r *Runtime) CommitTimed(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) (err error) {
+	if ph == nil {
+		ph = &Phases{}
+	}
 	if hook := r.cfg.Hooks.Committing; hook != nil {
 		hook()
 	}
@@ -64,18 +73,18 @@ func (r *Runtime) Commit(ctx context.Context, positions Positions, s kafka.Sessi
 	if err := r.flushCaches(ctx); err != nil { // record caches: before anything is committed
 		return r.cacheFlushFailed(ctx, err)
 	}
-	if err := r.checkMembership(ctx, s); err != nil {
+	if err := r.Timed(PhaseMembership, &ph.Membership, func() error { return r.checkMembership(ctx, s) }); err != nil {
 		r.dropStaged()
 		return err
 	}
-	if err := r.flushChangelogs(ctx); err != nil {
+	if err := r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error { return r.flushChangelogs(ctx) }); err != nil {
 		if errors.Is(err, ErrRewind) && r.txn != nil {
 			r.dropStaged()
 			return r.txn.recover(ctx, err)
 		}
 		return err
 	}
-	err = r.commitKafka(ctx, positions, s)
+	err = r.commitKafka(ctx, positions, s, ph)
 	if errors.Is(err, ErrRewind) {
 		r.dropStaged()
 		return err
@@ -83,14 +92,14 @@ func (r *Runtime) Commit(ctx context.Context, positions Positions, s kafka.Sessi
 	if err != nil {
 		return err // ErrCommitLater keeps the staged state for the next commit
 	}
-	return r.applyStaged(ctx)
+	return r.Timed(PhaseStateApply, &ph.StateApply, func() error { return r.applyStaged(ctx) })
 }
 
-func (r *Runtime) commitKafka(ctx context.Context, positions Positions, s kafka.Session) error {
+func (r *Runtime) commitKafka(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) error {
 	if r.txn != nil {
-		return r.txn.commit(ctx, positions, s)
+		return r.Timed(PhaseTxnCommit, &ph.TxnCommit, func() error { return r.txn.commit(ctx, positions, s) })
 	}
-	if err := r.producer.Flush(ctx); err != nil {
+	if err := r.Timed(PhaseFlush, &ph.Flush, func() error { return r.producer.Flush(ctx) }); err != nil {
 		if fatal := r.explainOutput(ctx, err); fatal != nil {
 			return r.failing(fmt.Errorf("runtime: flush outputs: %w", fatal))
 		}
@@ -103,7 +112,7 @@ func (r *Runtime) commitKafka(ctx context.Context, positions Positions, s kafka.
 		s.MarkOffset(tp.Topic, tp.Partition, next)
 	}
 	sent := time.Now()
-	if err := s.Commit(ctx); err != nil {
+	if err := r.Timed(PhaseOffsetCommit, &ph.OffsetCommit, func() error { return s.Commit(ctx) }); err != nil {
 		if kafka.MemberGone(err) {
 			// Removed from the group: the partitions are another member's
 			// now. Stop at once — every record processed from here on is a
@@ -114,6 +123,48 @@ func (r *Runtime) commitKafka(ctx context.Context, positions Positions, s kafka.
 	}
 	r.aliveAt = sent
 	return nil
+}
+
+// Stateless reports a topology without state stores: its tasks stage no
+// state and write no changelog, so an epoch's commit is its outputs' and
+// its offsets' alone (see CommitBehind).
+func (r *Runtime) Stateless() bool {
+	for _, st := range r.cfg.Graph.Subtopologies {
+		if len(st.Stores) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// CanCommitBehind reports whether epochs may commit with CommitBehind:
+// at-least-once, and a stateless topology.
+func (r *Runtime) CanCommitBehind() bool { return r.txn == nil && r.Stateless() }
+
+// CommitBehind is the at-least-once Commit of an epoch of a stateless
+// topology (CanCommitBehind), made while the tasks go on processing: it
+// waits until every output sent before the call is acknowledged — those
+// of the records up to positions, taken before the call, and perhaps some
+// of the records after them — then commits the offsets in positions. An
+// offset is thus committed only once every output of the records before
+// it is acknowledged, as Commit does, without stopping the tasks for it.
+// Its errors are Commit's: a delivery failure (fatal), ErrCommitLater,
+// ErrRewind when the member was removed from the group. There is nothing
+// to check before it (no changelog, see checkMembership), to flush or to
+// apply. Calls must not overlap one another or a Commit.
+func (r *Runtime) CommitBehind(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) (err error) {
+	if ph == nil {
+		ph = &Phases{}
+	}
+	if hook := r.cfg.Hooks.Committing; hook != nil {
+		hook()
+	}
+	if hook := r.cfg.Hooks.Committed; hook != nil {
+		start := time.Now()
+		defer func() { hook(time.Since(start), err) }()
+	}
+	defer func() { r.notify(err, positions) }()
+	return r.commitKafka(ctx, positions, s, ph)
 }
 
 // checkMembership keeps a removed member from writing its epoch's

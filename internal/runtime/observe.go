@@ -46,6 +46,65 @@ type Hooks struct {
 	// the application (an output no retry delivers), before the engine
 	// has wound down and returned it.
 	Failing func(err error)
+	// Phase is called with how long one phase of an epoch end or a batch
+	// commit took (the Phase* names).
+	Phase func(phase string, took time.Duration)
+}
+
+// The phases of an epoch end or a batch commit, as the Phase hook and
+// weir_epoch_phase_seconds{phase} name them.
+const (
+	// PhasePaused is how long processing stood still for the epoch end:
+	// the exclusive barrier held (continuous mode).
+	PhasePaused = "paused"
+	// PhaseBarrierWait is the wait for the claims to leave the records
+	// they were processing.
+	PhaseBarrierWait = "barrier_wait"
+	// PhasePunctuate is the wall-clock punctuators.
+	PhasePunctuate = "punctuate"
+	// PhaseMembership is the at-least-once membership check.
+	PhaseMembership = "membership_check"
+	// PhaseChangelog is sending the coalesced changelog records.
+	PhaseChangelog = "changelog_flush"
+	// PhaseFlush is waiting for every output to be acknowledged.
+	PhaseFlush = "producer_flush"
+	// PhaseOffsetCommit is the at-least-once OffsetCommit.
+	PhaseOffsetCommit = "offset_commit"
+	// PhaseTxnCommit is the transaction's commit (its offsets, EndTxn)
+	// and the next one's begin.
+	PhaseTxnCommit = "txn_commit"
+	// PhaseStateApply is moving staged state into Badger with the
+	// changelog checkpoints (their end offsets asked of the brokers).
+	PhaseStateApply = "state_apply"
+	// PhaseEpochLog is appending the epoch to the epoch log.
+	PhaseEpochLog = "epoch_log"
+)
+
+// Phases are how long the phases of one epoch end or batch commit took;
+// zero for one that did not run.
+type Phases struct {
+	Paused, BarrierWait, Punctuate, Membership, ChangelogFlush, Flush,
+	OffsetCommit, TxnCommit, StateApply, EpochLog time.Duration
+}
+
+// Timed runs fn as phase: it adds its duration to *d (if d is not nil)
+// and reports it to the Phase hook.
+func (r *Runtime) Timed(phase string, d *time.Duration, fn func() error) error {
+	start := time.Now()
+	err := fn()
+	r.ObservePhase(phase, d, time.Since(start))
+	return err
+}
+
+// ObservePhase adds took to *d (if d is not nil) and reports it to the
+// Phase hook.
+func (r *Runtime) ObservePhase(phase string, d *time.Duration, took time.Duration) {
+	if d != nil {
+		*d += took
+	}
+	if h := r.cfg.Hooks.Phase; h != nil {
+		h(phase, took)
+	}
 }
 
 // lags tracks the lag of every partition a claim consumes.

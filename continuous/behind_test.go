@@ -1,0 +1,160 @@
+package continuous
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weirstream/weir/embedded"
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/kafkatest/kfakehook"
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/offsets"
+	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/third_party/kfake"
+	"github.com/weirstream/weir/topology"
+)
+
+// behindEngine is an engine over a stateless topology (in → out) on an
+// embedded broker, its epochs ended by the test.
+func behindEngine(t *testing.T, wal *offsets.WAL) (*Engine, *embedded.Broker) {
+	t.Helper()
+	ctx := t.Context()
+	b, err := embedded.Start(ctx, embedded.Options{Topics: map[string]int32{"in": 1, "out": 1}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	bld := topology.NewBuilder()
+	topology.NewStream(bld, "in", serde.String(), serde.String()).To("out")
+	topo, err := bld.Build()
+	require.NoError(t, err)
+	rt, err := runtime.New(runtime.Config{
+		ApplicationID: "behind", Graph: topo.Graph(), Kafka: kafka.Config{Brokers: b.Addrs()},
+		Logger: slog.New(slog.DiscardHandler), Clock: time.Now, StateDir: t.TempDir(),
+	})
+	require.NoError(t, err)
+	require.NoError(t, rt.Prepare(ctx))
+	t.Cleanup(func() { _ = rt.Close() })
+	e, err := New(rt, Config{EpochInterval: time.Hour, EpochLog: wal})
+	require.NoError(t, err)
+	return e, b
+}
+
+// An at-least-once epoch of a stateless topology commits behind: while
+// its outputs wait for their acknowledgement the claims go on processing,
+// and its offset is committed only once they are acknowledged. Before,
+// the epoch end held every claim for the flush and the offset commit.
+func TestAtLeastOnceEpochCommitsBehind(t *testing.T) {
+	ctx := t.Context()
+	e, b := behindEngine(t, nil)
+	require.True(t, e.rt.CanCommitBehind())
+
+	// Every produce is refused as retriable: outputs wait in the
+	// producer's retries, and so does the epoch's flush.
+	fault := kfakehook.Cluster(b).Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.NotEnoughReplicas, Count: -1})
+	c := &markingClaim{fakeClaim: fakeClaim{records: make(chan kafka.Record, 4)}}
+	e.session.Store(func() *kafka.Session { var s kafka.Session = c; return &s }())
+	claimed := make(chan error, 1)
+	go func() { claimed <- e.claim(ctx, c) }()
+	send := func(off int64) {
+		c.records <- kafka.Record{Topic: "in", Partition: 0, Offset: off, Key: []byte("k"), Value: []byte("v"), Timestamp: time.UnixMilli(1)}
+		require.Eventually(t, func() bool { return e.positions()[tp0] == off+1 }, 10*time.Second, time.Millisecond)
+	}
+	send(0)
+
+	ended := make(chan error, 1)
+	go func() { ended <- e.endEpoch(ctx, c, true) }()
+	select {
+	case err := <-ended:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the epoch end waited for its outputs' acknowledgement: processing stood still")
+	}
+	send(1) // processed while epoch 1's flush waits
+	require.Empty(t, c.marked(), "an offset committed before its outputs were acknowledged")
+
+	fault.Remove()
+	require.NoError(t, e.endEpoch(ctx, c, true)) // waits for epoch 1's commit, starts epoch 2's
+	require.NoError(t, settle(ctx, e))
+	require.Equal(t, []int64{1, 2}, c.marked(), "each epoch commits its offset, in order")
+	require.Equal(t, int64(2), e.Epochs())
+
+	close(c.records)
+	require.NoError(t, <-claimed)
+}
+
+// The epoch log is appended behind the epoch's end; an append that fails
+// stops the engine at the next epoch end — never dropped.
+func TestEpochLogFailureSurfacesAtTheNextEpochEnd(t *testing.T) {
+	ctx := t.Context()
+	log, err := offsets.Open(t.TempDir(), offsets.Options{})
+	require.NoError(t, err)
+	wal, err := log.Namespace("behind")
+	require.NoError(t, err)
+	e, _ := behindEngine(t, wal)
+	c := &markingClaim{fakeClaim: fakeClaim{records: make(chan kafka.Record, 4)}}
+	go func() { _ = e.claim(ctx, c) }()
+	defer close(c.records)
+	c.records <- kafka.Record{Topic: "in", Partition: 0, Offset: 0, Key: []byte("k"), Value: []byte("v"), Timestamp: time.UnixMilli(1)}
+	require.Eventually(t, func() bool { return e.positions()[tp0] == 1 }, 10*time.Second, time.Millisecond)
+
+	require.NoError(t, e.endEpoch(ctx, c, true))
+	require.NoError(t, settle(ctx, e)) // epoch 1 appended
+	last, ok, err := wal.LatestEpoch()
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(1), last.Epoch)
+
+	require.NoError(t, log.Close()) // the next append fails
+	c.records <- kafka.Record{Topic: "in", Partition: 0, Offset: 1, Key: []byte("k"), Value: []byte("v"), Timestamp: time.UnixMilli(1)}
+	require.Eventually(t, func() bool { return e.positions()[tp0] == 2 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, e.endEpoch(ctx, c, true)) // committed; its append runs behind
+	err = e.endEpoch(ctx, c, true)
+	require.ErrorContains(t, err, "continuous: epoch log")
+}
+
+// settle waits for what the last epoch end left running, as Run does on
+// its return.
+func settle(ctx context.Context, e *Engine) error {
+	e.endMu.Lock()
+	defer e.endMu.Unlock()
+	_, err := e.settle(ctx)
+	return err
+}
+
+var tp0 = offsets.TopicPartition{Topic: "in", Partition: 0}
+
+// markingClaim records the offsets committed: those marked before each
+// successful Commit.
+type markingClaim struct {
+	fakeClaim
+	mu        sync.Mutex
+	mark      int64
+	committed []int64
+}
+
+func (c *markingClaim) MarkOffset(_ string, _ int32, next int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mark = next
+}
+
+func (c *markingClaim) Commit(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := len(c.committed); n == 0 || c.committed[n-1] != c.mark {
+		c.committed = append(c.committed, c.mark)
+	}
+	return nil
+}
+
+func (c *markingClaim) marked() []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]int64(nil), c.committed...)
+}
