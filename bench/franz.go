@@ -126,8 +126,7 @@ func franzEOS(ctx context.Context, a childArgs, lz4 bool) error {
 	opts := append(franzOpts(a, lz4),
 		kgo.TransactionalID(a.app+"-txn"),
 		kgo.TransactionTimeout(franzTxnTimeout),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequireStableFetchOffsets(),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), // group offsets are always fetched stable (KIP-447)
 	)
 	sess, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {
