@@ -14,16 +14,24 @@ import (
 // describes it: its id, the data it advertised (GroupConfig.MemberData) and
 // the partitions assigned to it in the current generation.
 type GroupMember struct {
-	ID       string
-	Data     []byte
+	ID   string
+	Data []byte
+	// Reported: the coordinator reported the member's subscription, so
+	// Data is what the member advertised (nil: nothing). Apache Kafka
+	// reports subscriptions only while the group is stable; during a
+	// rebalance (PreparingRebalance, CompletingRebalance) it lists the
+	// members with their current assignment but without subscription, and
+	// Data is unknown, not empty.
+	Reported bool
 	Assigned map[string][]int32
 }
 
 // GroupMembers describes the members of a weir consumer group (one whose
 // members subscribe with weir's assignor). While the group rebalances the
-// coordinator reports members without assignments; a partition withheld
-// by the cooperative protocol belongs to no member for a moment; a member
-// whose subscription the coordinator does not report has no data.
+// coordinator reports members without subscriptions (Reported false):
+// Apache Kafka 4 with their assignment of the last generation, kfake
+// without; a partition withheld by the cooperative protocol belongs to no
+// member for a moment.
 func (a *Admin) GroupMembers(ctx context.Context, group string) ([]GroupMember, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -46,6 +54,9 @@ func (a *Admin) GroupMembers(ctx context.Context, group string) ([]GroupMember, 
 		// weir's members offer one protocol, so the metadata is its
 		// subscription whether or not the coordinator names the protocol
 		// (it may not, mid-rebalance); others' user data decodes to nil.
+		// A subscription that does not decode (not a weir member's) was
+		// reported with no data.
+		gm.Reported = len(m.MemberMetadata) > 0
 		if meta, err := m.GetMemberMetadata(); err == nil && meta != nil {
 			gm.Data = decodeMemberData(meta.UserData)
 		}

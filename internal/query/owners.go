@@ -15,6 +15,10 @@ import (
 type Owner struct {
 	Member string `json:"member"`
 	Addr   string `json:"addr"`
+	// unreported: the coordinator did not report the member's
+	// subscription (the group is rebalancing) and no earlier read did, so
+	// its address is unknown — not empty.
+	unreported bool
 }
 
 // Members reads the group's members; kafka.Admin.GroupMembers does.
@@ -24,50 +28,87 @@ type Members func(ctx context.Context) ([]kafka.GroupMember, error)
 // group coordinator (DescribeGroups: every member's subscription carries its
 // advertised address, and its current assignment), so any instance — and
 // any client of the cluster — can build it without trusting a leader's
-// copy; it is cached and read again on a miss or when an owner says it no
-// longer runs the task, at most once per refreshEvery.
+// copy; it is cached and read again on a miss (at most once per
+// refreshEvery) or when an owner turned a request away.
+//
+// While the group rebalances, Apache Kafka describes the members with the
+// assignment they still run but without their subscriptions. A member's
+// address does not change while it is a member, so owners remembers the
+// address of every member from the reads that reported it, and uses it
+// when a later read does not (issue 24: such owners looked address-less).
+// kfake describes them without assignment either: a member still listed
+// keeps the tasks it ran until a read reports its new assignment.
 type owners struct {
 	members Members
 	subOf   func(topic string) (int, bool)
 
 	mu      sync.Mutex
 	m       map[processor.TaskID]Owner
+	addrs   map[string]string // member id → advertised address, as reported
 	fetched time.Time
 }
 
-// refreshEvery bounds how often the owner map is read from the
+// refreshEvery bounds how often a miss reads the group from the
 // coordinator.
 const refreshEvery = 100 * time.Millisecond
 
-// lookup returns the owner of a task; refresh forces a new read of the
-// group (after the cached owner turned the request away).
-func (o *owners) lookup(ctx context.Context, id processor.TaskID, refresh bool) (Owner, bool, error) {
+// lookup returns the owner of a task: the cached one if the cache was
+// read at or after notBefore (the zero time accepts any), else after
+// reading the group again. A retry after an owner turned a request away
+// passes the time of the failed attempt: concurrent retries share one
+// read.
+func (o *owners) lookup(ctx context.Context, id processor.TaskID, notBefore time.Time) (Owner, bool, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if own, ok := o.m[id]; ok && !refresh {
+	fresh := !o.fetched.IsZero() && !o.fetched.Before(notBefore)
+	if own, ok := o.m[id]; ok && fresh {
 		return own, true, nil
 	}
-	if !o.fetched.IsZero() && time.Since(o.fetched) < refreshEvery {
-		own, ok := o.m[id]
-		return own, ok, nil
+	if fresh && time.Since(o.fetched) < refreshEvery {
+		return Owner{}, false, nil
 	}
 	ms, err := o.members(ctx)
 	if err != nil {
 		return Owner{}, false, fmt.Errorf("query: group members: %w", err)
 	}
+	addrs := make(map[string]string, len(ms))
 	m := map[processor.TaskID]Owner{}
 	for _, mem := range ms {
+		addr, known := string(mem.Data), mem.Reported
+		if !known {
+			addr, known = o.addrs[mem.ID]
+		}
+		if known {
+			addrs[mem.ID] = addr
+		}
 		for topic, parts := range mem.Assigned {
 			sub, ok := o.subOf(topic)
 			if !ok {
 				continue
 			}
 			for _, p := range parts {
-				m[processor.TaskID{Subtopology: sub, Partition: p}] = Owner{Member: mem.ID, Addr: string(mem.Data)}
+				m[processor.TaskID{Subtopology: sub, Partition: p}] = Owner{Member: mem.ID, Addr: addr, unreported: !known}
 			}
 		}
 	}
-	o.m, o.fetched = m, time.Now()
+	// A member described without assignment (kfake, mid-rebalance) keeps
+	// the tasks it ran: under the cooperative protocol it runs them until
+	// a new assignment revokes them, and if it no longer does it turns
+	// the forwarded request away (421).
+	for _, mem := range ms {
+		if len(mem.Assigned) > 0 || mem.Reported {
+			continue
+		}
+		for tid, own := range o.m {
+			if _, taken := m[tid]; !taken && own.Member == mem.ID {
+				if addr, known := addrs[mem.ID]; known {
+					own.Addr, own.unreported = addr, false
+				}
+				m[tid] = own
+			}
+		}
+	}
+	o.m, o.addrs, o.fetched = m, addrs, time.Now()
 	own, ok := m[id]
 	return own, ok, nil
 }

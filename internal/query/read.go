@@ -39,6 +39,12 @@ type KeyReply struct {
 	Value    any      `json:"value,omitempty"`
 	Windows  []Window `json:"windows,omitempty"`
 	ServedBy string   `json:"servedBy"`
+	// Role is the copy that served: "active" (the partition's owner),
+	// "standby" or "restoring" (only when the query's maxLag allowed it).
+	Role string `json:"role"`
+	// Lag counts the changelog records the copy had not applied (0 for
+	// the owner).
+	Lag int64 `json:"lag"`
 }
 
 // RangeReply answers a range query.
@@ -48,6 +54,9 @@ type RangeReply struct {
 	// Truncated is set when limit entries were returned and more may
 	// exist.
 	Truncated bool `json:"truncated,omitempty"`
+	// Lag is the largest lag of the copies read (0 unless maxLag let a
+	// standby or restoring copy serve a partition).
+	Lag int64 `json:"lag,omitempty"`
 }
 
 // errNotFound is a key without a value (or windows in range).

@@ -27,7 +27,6 @@ import (
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/runtime"
-	"github.com/weirstream/weir/processor"
 )
 
 // ForwardedHeader marks a request one instance forwarded to another: the
@@ -131,9 +130,9 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		}
 		writeJSON(w, http.StatusOK, p)
 	})
-	mux.HandleFunc("GET /stores/{store}/keys/{key}", s.key)
-	mux.HandleFunc("GET /stores/{store}/keys", s.rangeAll)
-	mux.HandleFunc("GET /stores/{store}/partitions/{partition}/keys", s.rangePartition)
+	mux.HandleFunc("GET /stores/{store}/keys/{key}", s.counted(s.key))
+	mux.HandleFunc("GET /stores/{store}/keys", s.counted(s.rangeAll))
+	mux.HandleFunc("GET /stores/{store}/partitions/{partition}/keys", s.counted(s.rangePartition))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, apiError{Error: "no such endpoint: " + r.Method + " " + r.URL.Path})
 	})
@@ -147,6 +146,8 @@ type apiError struct {
 	Key       string `json:"key,omitempty"`
 	Partition *int32 `json:"partition,omitempty"`
 	Owner     *Owner `json:"owner,omitempty"`
+	// Cause names why a 503 could not answer (Cause* constants).
+	Cause string `json:"cause,omitempty"`
 }
 
 func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
@@ -207,9 +208,8 @@ func (s *server) key(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, apiError{Error: err.Error(), Store: name, Key: text})
 		return
 	}
-	st, err := s.rt.QueryStore(name, p)
-	if err != nil {
-		s.elsewhere(w, r, info, p, err, apiError{Store: name, Key: text, Partition: &p})
+	st, c, ok := s.open(w, r, info, p, apiError{Store: name, Key: text, Partition: &p})
+	if !ok {
 		return
 	}
 	defer st.Close()
@@ -220,7 +220,7 @@ func (s *server) key(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, apiError{Error: err.Error(), Store: name, Key: text, Partition: &p})
 	default:
-		writeJSON(w, http.StatusOK, KeyReply{Store: name, Key: text, Partition: p, Value: v, Windows: ws, ServedBy: s.cfg.Self})
+		writeJSON(w, http.StatusOK, KeyReply{Store: name, Key: text, Partition: p, Value: v, Windows: ws, ServedBy: s.cfg.Self, Role: c.Role, Lag: c.Lag})
 	}
 }
 
@@ -247,9 +247,8 @@ func (s *server) servePartition(w http.ResponseWriter, r *http.Request, info run
 	if bad {
 		return
 	}
-	st, err := s.rt.QueryStore(name, p)
-	if err != nil {
-		s.elsewhere(w, r, info, p, err, apiError{Store: name, Partition: &p})
+	st, c, ok := s.open(w, r, info, p, apiError{Store: name, Partition: &p})
+	if !ok {
 		return
 	}
 	defer st.Close()
@@ -260,7 +259,7 @@ func (s *server) servePartition(w http.ResponseWriter, r *http.Request, info run
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, apiError{Error: err.Error(), Store: name, Partition: &p})
 	default:
-		writeJSON(w, http.StatusOK, RangeReply{Store: name, Entries: entries, Truncated: more})
+		writeJSON(w, http.StatusOK, RangeReply{Store: name, Entries: entries, Truncated: more, Lag: c.Lag})
 	}
 }
 
@@ -298,6 +297,7 @@ func (s *server) rangeAll(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		out.Entries = append(out.Entries, part.Entries...)
+		out.Lag = max(out.Lag, part.Lag)
 		if part.Truncated || len(out.Entries) >= limit {
 			out.Truncated = part.Truncated || p < info.Partitions-1
 			break
@@ -340,74 +340,10 @@ func (s *server) store(w http.ResponseWriter, name string) (runtime.StoreInfo, b
 		return info, false
 	}
 	if info.Partitions == 0 {
-		writeError(w, http.StatusServiceUnavailable, apiError{Error: "query: starting: topics not ready", Store: name})
+		writeError(w, http.StatusServiceUnavailable, apiError{Error: "query: starting: topics not ready", Store: name, Cause: CauseStarting})
 		return info, false
 	}
 	return info, true
-}
-
-// elsewhere answers a request for a partition this instance does not run:
-// forwarded to its owner, or refused.
-func (s *server) elsewhere(w http.ResponseWriter, r *http.Request, info runtime.StoreInfo, p int32, err error, e apiError) {
-	if !errors.Is(err, runtime.ErrNotOwner) {
-		e.Error = err.Error()
-		writeError(w, http.StatusInternalServerError, e)
-		return
-	}
-	if r.Header.Get(ForwardedHeader) != "" {
-		e.Error = fmt.Sprintf("query: %s does not run partition %d of store %q", s.cfg.Self, p, info.Spec.Name)
-		writeError(w, http.StatusMisdirectedRequest, e)
-		return
-	}
-	id := processor.TaskID{Subtopology: info.Subtopology, Partition: p}
-	for attempt := 0; attempt < 2; attempt++ {
-		own, ok, lerr := s.owners.lookup(r.Context(), id, attempt > 0)
-		switch {
-		case lerr != nil:
-			e.Error = lerr.Error()
-			writeError(w, http.StatusServiceUnavailable, e)
-			return
-		case !ok:
-			if attempt == 0 {
-				continue
-			}
-			e.Error = fmt.Sprintf("query: partition %d of store %q has no owner now (the group is rebalancing)", p, info.Spec.Name)
-			writeError(w, http.StatusServiceUnavailable, e)
-			return
-		case own.Addr == s.cfg.Self:
-			if attempt == 0 {
-				continue
-			}
-			e.Error = fmt.Sprintf("query: partition %d of store %q is assigned here but not running yet (restoring)", p, info.Spec.Name)
-			e.Owner = &own
-			writeError(w, http.StatusServiceUnavailable, e)
-			return
-		case own.Addr == "" && attempt == 0:
-			continue // read the group again: its subscription may not have been reported
-		case own.Addr == "":
-			e.Error = fmt.Sprintf("query: the owner of partition %d of store %q, member %s, advertises no HTTP address (WithHTTP)", p, info.Spec.Name, own.Member)
-			e.Owner = &own
-			writeError(w, http.StatusServiceUnavailable, e)
-			return
-		}
-		status, ctype, body, ferr := s.forward(r.Context(), own.Addr, r)
-		switch {
-		case ferr != nil:
-			e.Error = fmt.Sprintf("query: owner %s (member %s) of partition %d of store %q is unreachable: %v", own.Addr, own.Member, p, info.Spec.Name, ferr)
-			e.Owner = &own
-			writeError(w, http.StatusServiceUnavailable, e)
-			return
-		case status == http.StatusMisdirectedRequest && attempt == 0:
-			continue // it no longer runs the partition: read the group again
-		case status == http.StatusMisdirectedRequest:
-			e.Error = fmt.Sprintf("query: partition %d of store %q is moving between instances; try again", p, info.Spec.Name)
-			e.Owner = &own
-			writeError(w, http.StatusServiceUnavailable, e)
-			return
-		}
-		copyReply(w, status, ctype, body)
-		return
-	}
 }
 
 // forward sends r to the instance at addr and returns its reply.

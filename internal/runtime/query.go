@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"sync"
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/processor"
@@ -68,6 +70,145 @@ func (r *Runtime) QueryStore(name string, partition int32) (statestore.Store, er
 		return nil, fmt.Errorf("runtime: %w", err)
 	}
 	return s, nil
+}
+
+// The roles of the copy of a store partition a query read (Copy.Role).
+const (
+	// RoleActive: this instance runs the partition; its rows are every
+	// committed epoch's or batch's.
+	RoleActive = "active"
+	// RoleRestoring: the partition is assigned here and its task restores
+	// it from the changelog.
+	RoleRestoring = "restoring"
+	// RoleStandby: another instance runs the partition; the rows here are
+	// a standby's (WithStandbyReplicas) or an earlier owner's.
+	RoleStandby = "standby"
+)
+
+// ErrNoCopy is wrapped by QueryCopy's error when this instance's copy of a
+// store partition cannot serve: its lag is over the bound, or unknown (no
+// checkpoint yet, or a store that is not logged).
+var ErrNoCopy = errors.New("runtime: no copy of the partition within the lag bound here")
+
+// Copy describes the copy of a store partition that a query read.
+type Copy struct {
+	// Role is RoleActive, RoleRestoring or RoleStandby.
+	Role string
+	// Lag counts the changelog records (commit markers included) the copy
+	// had not applied when it was read: the changelog's end (its last
+	// stable offset under exactly-once) minus the copy's checkpoint. 0 for
+	// an active copy.
+	Lag int64
+}
+
+// QueryCopy returns a read-only handle on this instance's copy of a
+// store partition it does not run — a standby's, a restoring task's, or
+// what an earlier task left here — if the copy lags at most maxLag
+// changelog records. The rows are committed ones only, as the changelog's
+// committed records hold them at the copy's checkpoint (read before the
+// rows, so the lag reported is never less than the rows' lag). A copy
+// without a checkpoint (restoring from scratch), of an unlogged store, or
+// lagging more gives an error wrapping ErrNoCopy that says how much it
+// lags.
+func (r *Runtime) QueryCopy(ctx context.Context, name string, partition int32, maxLag int64) (statestore.Store, Copy, error) {
+	info, err := r.Store(name)
+	if err != nil {
+		return nil, Copy{}, err
+	}
+	c := Copy{Role: RoleStandby}
+	if r.tasks.assigned(processor.TaskID{Subtopology: info.Subtopology, Partition: partition}) {
+		c.Role = RoleRestoring
+	}
+	if !info.Spec.Logged {
+		return nil, c, fmt.Errorf("%w: store %q is not logged", ErrNoCopy, name)
+	}
+	cp, ok, err := r.db.Checkpoint(name, partition)
+	if err != nil {
+		return nil, c, fmt.Errorf("runtime: %w", err)
+	}
+	if !ok {
+		return nil, c, fmt.Errorf("%w: the %s copy of store %q partition %d has no checkpoint yet", ErrNoCopy, c.Role, name, partition)
+	}
+	topic := processor.ChangelogTopic(name).Resolve(r.cfg.ApplicationID)
+	ends, err := r.EndOffsets(ctx, topic, []int32{partition})
+	if err != nil {
+		return nil, c, fmt.Errorf("runtime: changelog end: %w", err)
+	}
+	c.Lag = ends[partition] - cp.Offset
+	switch {
+	case c.Lag < 0:
+		return nil, c, fmt.Errorf("%w: the %s copy of store %q partition %d is past its changelog's end", ErrNoCopy, c.Role, name, partition)
+	case c.Lag > maxLag:
+		return nil, c, fmt.Errorf("%w: the %s copy of store %q partition %d lags %d records (maxLag %d)", ErrNoCopy, c.Role, name, partition, c.Lag, maxLag)
+	}
+	s, err := r.db.Reader(info.Spec, partition)
+	if err != nil {
+		return nil, c, fmt.Errorf("runtime: %w", err)
+	}
+	return s, c, nil
+}
+
+// AssignedHere reports whether the task of a store's partition is
+// assigned to this instance, running or restoring.
+func (r *Runtime) AssignedHere(name string, partition int32) bool {
+	info, err := r.Store(name)
+	return err == nil && r.tasks.assigned(processor.TaskID{Subtopology: info.Subtopology, Partition: partition})
+}
+
+// assigned reports whether the task is assigned here (running or not).
+func (ts *Tasks) assigned(id processor.TaskID) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	_, ok := ts.m[id]
+	return ok
+}
+
+// QueryOutcome is one kind of interactive query reply: its result
+// ("answered", "not_found", "unavailable", "bad_request", "error") and
+// cause (the role that answered, or why none could).
+type QueryOutcome struct {
+	Result, Cause string
+}
+
+// queryCounts counts the replies of the run's interactive queries.
+type queryCounts struct {
+	mu sync.Mutex
+	n  map[QueryOutcome]int64
+}
+
+// CountQuery counts one interactive query reply (the query server calls
+// it for every request a client sent to this instance).
+func (r *Runtime) CountQuery(o QueryOutcome) {
+	q := &r.standby.queries
+	q.mu.Lock()
+	if q.n == nil {
+		q.n = map[QueryOutcome]int64{}
+	}
+	q.n[o]++
+	q.mu.Unlock()
+}
+
+// QueryCounts returns how many replies of each outcome the run's queries
+// got, ordered by result, then cause.
+func (r *Runtime) QueryCounts() ([]QueryOutcome, []int64) {
+	q := &r.standby.queries
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	os := make([]QueryOutcome, 0, len(q.n))
+	for o := range q.n {
+		os = append(os, o)
+	}
+	sort.Slice(os, func(i, j int) bool {
+		if os[i].Result != os[j].Result {
+			return os[i].Result < os[j].Result
+		}
+		return os[i].Cause < os[j].Cause
+	})
+	ns := make([]int64, len(os))
+	for i, o := range os {
+		ns[i] = q.n[o]
+	}
+	return os, ns
 }
 
 // running reports whether the task runs here, restored.

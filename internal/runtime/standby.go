@@ -27,6 +27,9 @@ type standbys struct {
 	cond      *sync.Cond
 	active    map[badgerstore.StorePartition]int // tasks holding it
 	following map[badgerstore.StorePartition]bool
+	// queries counts the interactive queries that the active, restoring
+	// and standby copies served or could not (query.go).
+	queries queryCounts
 }
 
 func newStandbys() *standbys {

@@ -1,0 +1,250 @@
+package query
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/statestore"
+)
+
+// Routing a store query: which copy of the partition answers it.
+//
+// The owner's copy (role "active") answers by default. A query that says
+// how stale it accepts (?maxLag=N, changelog records) may be answered by
+// the asked instance's own copy — a standby's, or the owner's own while it
+// restores — when that copy lags at most N records (KIP-535's stale
+// queries); otherwise it goes to the owner, with the same maxLag. Every
+// copy holds committed rows only, so a stale answer is an older committed
+// value, never an aborted or torn one; only owner answers are sure never
+// to go back in time.
+
+// MaxLagParam is the query parameter that bounds the lag of the copy
+// that may answer (changelog records; absent: the owner only).
+const MaxLagParam = "maxLag"
+
+// The causes of 503 replies (the "cause" field of the error body and of
+// weir_query_requests_total).
+const (
+	CauseNoOwner        = "no_owner"        // no member runs the partition: the group is rebalancing
+	CauseAddressUnknown = "address_unknown" // the owner joined in a rebalance that has not completed
+	CauseNoAddress      = "no_address"      // the owner advertises no HTTP address
+	CauseRestoring      = "restoring"       // assigned to the asked instance, which restores it
+	CauseUnreachable    = "unreachable"     // the owner did not answer
+	CauseMoving         = "moving"          // the owner turned the request away twice
+	CauseGroupRead      = "group_read_failed"
+	CauseStarting       = "starting"
+)
+
+// RebalanceWait bounds how long a query waits for a partition between
+// owners, or for an owner the group coordinator does not describe yet,
+// before it answers 503.
+const RebalanceWait = 1500 * time.Millisecond
+
+// maxLag reads ?maxLag=: -1 when absent (the owner only).
+func maxLag(r *http.Request) (int64, error) {
+	t := r.URL.Query().Get(MaxLagParam)
+	if t == "" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("query: %s %q is not a number of records >= 0", MaxLagParam, t)
+	}
+	return n, nil
+}
+
+// open returns the copy of partition p that answers r here: the active
+// one, or — within r's maxLag — a standby or restoring one. Otherwise it
+// answers r itself (forwarded to the owner, or an error) and returns
+// false.
+func (s *server) open(w http.ResponseWriter, r *http.Request, info runtime.StoreInfo, p int32, e apiError) (statestore.Store, runtime.Copy, bool) {
+	bound, err := maxLag(r)
+	if err != nil {
+		e.Error = err.Error()
+		writeError(w, http.StatusBadRequest, e)
+		return nil, runtime.Copy{}, false
+	}
+	st, err := s.rt.QueryStore(info.Spec.Name, p)
+	if err == nil {
+		return st, runtime.Copy{Role: runtime.RoleActive}, true
+	}
+	stale := ""
+	if errors.Is(err, runtime.ErrNotOwner) && bound >= 0 {
+		st, c, cerr := s.rt.QueryCopy(r.Context(), info.Spec.Name, p, bound)
+		if cerr == nil {
+			return st, c, true
+		}
+		stale = "; " + cerr.Error()
+	}
+	s.elsewhere(w, r, info, p, err, e, stale)
+	return nil, runtime.Copy{}, false
+}
+
+// elsewhere answers a request for a partition this instance does not run
+// (or, within maxLag, has no fresh enough copy of): forwarded to its
+// owner, or refused with the cause. A forward that the owner turns away
+// (421: it no longer runs the partition) or that cannot reach it reads
+// the group again and follows the partition: an unreachable owner once, a
+// partition that moves until RebalanceWait has passed. stale says why the
+// local copy could not serve, if maxLag asked for one.
+func (s *server) elsewhere(w http.ResponseWriter, r *http.Request, info runtime.StoreInfo, p int32, err error, e apiError, stale string) {
+	if !errors.Is(err, runtime.ErrNotOwner) {
+		e.Error = err.Error()
+		writeError(w, http.StatusInternalServerError, e)
+		return
+	}
+	name := info.Spec.Name
+	fail := func(cause string, own *Owner, format string, args ...any) {
+		e.Error, e.Cause, e.Owner = fmt.Sprintf(format, args...)+stale, cause, own
+		writeError(w, http.StatusServiceUnavailable, e)
+	}
+	if r.Header.Get(ForwardedHeader) != "" {
+		e.Error = fmt.Sprintf("query: %s does not run partition %d of store %q", s.cfg.Self, p, name) + stale
+		if s.rt.AssignedHere(name, p) {
+			e.Error = fmt.Sprintf("query: %s restores partition %d of store %q", s.cfg.Self, p, name) + stale
+			e.Cause = CauseRestoring
+		}
+		writeError(w, http.StatusMisdirectedRequest, e)
+		return
+	}
+	id := processor.TaskID{Subtopology: info.Subtopology, Partition: p}
+	deadline := time.Now().Add(RebalanceWait)
+	var notBefore time.Time // the first attempt takes the cached owner
+	var failed *Owner       // the owner that did not answer
+	for attempt := 0; ; attempt++ {
+		// A partition between owners, or an owner the coordinator does
+		// not describe yet, is waited for (reading the group every
+		// refreshEvery) until RebalanceWait has passed.
+		last := attempt > 0 && !time.Now().Before(deadline)
+		if attempt > 1 {
+			select {
+			case <-r.Context().Done():
+				last = true
+			case <-time.After(refreshEvery):
+			}
+		}
+		started := time.Now()
+		own, ok, lerr := s.owners.lookup(r.Context(), id, notBefore)
+		notBefore = started
+		switch {
+		case lerr != nil:
+			fail(CauseGroupRead, nil, "%s", lerr.Error())
+			return
+		case !ok && !last:
+			continue
+		case !ok:
+			fail(CauseNoOwner, nil, "query: partition %d of store %q has no owner now (the group is rebalancing)", p, name)
+			return
+		case own.Addr == s.cfg.Self && !own.unreported && !last:
+			continue
+		case own.Addr == s.cfg.Self && !own.unreported:
+			fail(CauseRestoring, &own, "query: partition %d of store %q is assigned here but not running yet (restoring)", p, name)
+			return
+		case own.unreported && !last:
+			continue
+		case own.unreported:
+			fail(CauseAddressUnknown, &own, "query: the owner of partition %d of store %q, member %s, is new and the group has been rebalancing ever since: the group coordinator does not report its address until the group is stable", p, name, own.Member)
+			return
+		case own.Addr == "" && attempt == 0:
+			continue
+		case own.Addr == "":
+			fail(CauseNoAddress, &own, "query: the owner of partition %d of store %q, member %s, advertises no HTTP address (WithHTTP)", p, name, own.Member)
+			return
+		case failed != nil && *failed == own:
+			fail(CauseUnreachable, &own, "query: owner %s (member %s) of partition %d of store %q is unreachable", own.Addr, own.Member, p, name)
+			return
+		}
+		status, ctype, body, ferr := s.forward(r.Context(), own.Addr, r)
+		switch {
+		case ferr != nil && failed == nil:
+			failed = &own
+			continue // it may have left: read the group again
+		case ferr != nil:
+			fail(CauseUnreachable, &own, "query: owner %s (member %s) of partition %d of store %q is unreachable: %v", own.Addr, own.Member, p, name, ferr)
+			return
+		case status == http.StatusMisdirectedRequest && !last:
+			continue // it no longer runs the partition: read the group again
+		case status == http.StatusMisdirectedRequest && misdirectedCause(body) == CauseRestoring:
+			fail(CauseRestoring, &own, "query: the owner of partition %d of store %q, %s (member %s), restores it", p, name, own.Addr, own.Member)
+			return
+		case status == http.StatusMisdirectedRequest:
+			fail(CauseMoving, &own, "query: partition %d of store %q is moving between instances; try again", p, name)
+			return
+		}
+		copyReply(w, status, ctype, body)
+		return
+	}
+}
+
+// misdirectedCause is the cause in a 421 reply's body.
+func misdirectedCause(body []byte) string {
+	var e apiError
+	_ = json.Unmarshal(body, &e)
+	return e.Cause
+}
+
+// counted counts the replies of a query endpoint (runtime.CountQuery,
+// weir_query_requests_total), for requests a client sent here, not those
+// another instance forwarded.
+func (s *server) counted(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(ForwardedHeader) != "" {
+			h(w, r)
+			return
+		}
+		ow := &outcomeWriter{ResponseWriter: w}
+		h(ow, r)
+		s.rt.CountQuery(ow.outcome())
+	}
+}
+
+// outcomeWriter keeps a reply's status and the start of its body.
+type outcomeWriter struct {
+	http.ResponseWriter
+	status int
+	head   []byte
+}
+
+func (o *outcomeWriter) WriteHeader(status int) {
+	if o.status == 0 {
+		o.status = status
+	}
+	o.ResponseWriter.WriteHeader(status)
+}
+
+func (o *outcomeWriter) Write(b []byte) (int, error) {
+	if o.status == 0 {
+		o.status = http.StatusOK
+	}
+	if n := min(len(b), 4096-len(o.head)); n > 0 {
+		o.head = append(o.head, b[:n]...)
+	}
+	return o.ResponseWriter.Write(b)
+}
+
+// outcome names the reply: its result, and the role that answered or the
+// cause of a 503 (from the JSON body).
+func (o *outcomeWriter) outcome() runtime.QueryOutcome {
+	var body struct {
+		Role  string `json:"role"`
+		Cause string `json:"cause"`
+	}
+	_ = json.Unmarshal(o.head, &body) // a long range reply does not decode: no role
+	switch o.status {
+	case http.StatusOK:
+		return runtime.QueryOutcome{Result: "answered", Cause: body.Role}
+	case http.StatusNotFound:
+		return runtime.QueryOutcome{Result: "not_found"}
+	case http.StatusServiceUnavailable:
+		return runtime.QueryOutcome{Result: "unavailable", Cause: body.Cause}
+	case http.StatusBadRequest:
+		return runtime.QueryOutcome{Result: "bad_request"}
+	}
+	return runtime.QueryOutcome{Result: "error", Cause: strconv.Itoa(o.status)}
+}
