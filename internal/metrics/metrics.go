@@ -123,6 +123,9 @@ func New(application, mode, guarantee string) *Metrics {
 			[]string{"topic", "partition"}, labels)},
 		collectors.NewGoCollector(),
 	)
+	m.reg.MustRegister(&queryCollector{m: m, desc: prometheus.NewDesc("weir_query_requests_total",
+		"Interactive queries clients sent to this instance, by result (answered, not_found, unavailable, bad_request, error) and cause (the copy that answered: active, standby, restoring; or why none could: no_owner, address_unknown, no_address, restoring, unreachable, moving, group_read_failed, starting).",
+		[]string{"result", "cause"}, labels)})
 	return m
 }
 
@@ -193,5 +196,26 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for tp, lag := range s.Lags() {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(lag), tp.Topic, strconv.Itoa(int(tp.Partition)))
+	}
+}
+
+// queryCollector reports the run's interactive query replies.
+type queryCollector struct {
+	m    *Metrics
+	desc *prometheus.Desc
+}
+
+func (c *queryCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *queryCollector) Collect(ch chan<- prometheus.Metric) {
+	s, ok := c.m.source().(interface {
+		QueryCounts() ([]runtime.QueryOutcome, []int64)
+	})
+	if !ok {
+		return
+	}
+	outcomes, counts := s.QueryCounts()
+	for i, o := range outcomes {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(counts[i]), o.Result, o.Cause)
 	}
 }

@@ -1,0 +1,85 @@
+package weir_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/kafkatest"
+)
+
+// staleReply is a key lookup's reply with the copy that served it.
+type staleReply struct {
+	reply
+	Role string `json:"role"`
+	Lag  int64  `json:"lag"`
+}
+
+// A query with ?maxLag= is answered by the asked instance's own standby
+// copy when it lags at most that many changelog records — with its role
+// and lag in the reply — and the value is a committed one; without maxLag
+// only the owner answers. A malformed maxLag is a 400. Every reply is
+// counted in weir_query_requests_total.
+func TestQueryMaxLagServesStandbys(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+		kafkatest.CreateTopic(t, env, in, 4)
+		kafkatest.CreateTopic(t, env, out, 4)
+		appID := kafkatest.GroupID(t)
+		topo := keyCountTopology(t, in, out)
+		opts := []weir.Option{weir.WithGuarantee(weir.ExactlyOnce), weir.WithHTTP("127.0.0.1:0"), weir.WithStandbyReplicas()}
+		a := startInstance(t, topo, env, appID, opts...)
+		b := startInstance(t, topo, env, appID, opts...)
+		defer func() {
+			require.NoError(t, a.stop(t))
+			require.NoError(t, b.stop(t))
+		}()
+		addrs := httpAddrs(t, a, b)
+		vocab := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
+		want := map[string]int64{}
+		produceWords(t, env, in, 0, 200, vocab, want)
+		waitForCounts(t, env, out, want)
+		require.Eventually(t, func() bool { return answersEverywhere(t, addrs, want) }, 60*time.Second, 200*time.Millisecond)
+
+		// Every key from the first instance, within 0 records: its own
+		// copies answer once the standbys caught up (every second).
+		roles := map[string]int{}
+		require.Eventually(t, func() bool {
+			clear(roles)
+			for w, n := range want {
+				var r staleReply
+				status, body := get(t, addrs[0], keyPath("counts", w)+"?maxLag=0")
+				require.NoError(t, json.Unmarshal(body, &r), string(body))
+				if status != http.StatusOK || r.ServedBy != addrs[0] {
+					return false
+				}
+				require.Equal(t, n, *r.Value, "%s (%s copy)", w, r.Role)
+				require.Zero(t, r.Lag, w)
+				roles[r.Role]++
+			}
+			return true
+		}, 30*time.Second, 200*time.Millisecond, "the first instance answers every key from its own copies")
+		require.Positive(t, roles["standby"], "some keys live on the other instance: its standby copies here answered")
+
+		// Without maxLag the owner answers.
+		for w := range want {
+			var r staleReply
+			status, body := get(t, addrs[0], keyPath("counts", w))
+			require.NoError(t, json.Unmarshal(body, &r), string(body))
+			require.Equal(t, http.StatusOK, status, string(body))
+			require.Equal(t, "active", r.Role, w)
+		}
+		r := query(t, addrs[1], keyPath("counts", "a")+"?maxLag=soon")
+		require.Equal(t, http.StatusBadRequest, r.status)
+		require.Contains(t, r.Error, "maxLag")
+
+		_, body := get(t, addrs[0], "/metrics")
+		require.Contains(t, string(body), `weir_query_requests_total{`)
+		require.Contains(t, string(body), `result="answered"`)
+		require.Contains(t, string(body), `cause="standby"`)
+	})
+}
