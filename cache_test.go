@@ -1,6 +1,7 @@
 package weir_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -56,3 +57,6 @@ func TestWordCountCache(t *testing.T) {
 		})
 	}
 }
+
+// discardBatches is a micro-batch ForEachBatch that drops every batch.
+var discardBatches = func(context.Context, int64, []microbatch.Record) error { return nil }

@@ -273,7 +273,8 @@ func WithStagingLimit(bytes int64) Option { return func(c *config) { c.stagingLi
 // with statestore.cache.max.bytes=0 — so what a topology emits does not
 // depend on commit timing or cache size; Kafka Streams' own default is
 // 10485760 (10 MiB). See docs/semantics.md (record caches) for what is
-// cached. New rejects a negative size.
+// cached. New rejects a negative size, and a positive one with micro-batch
+// ForEachBatch (which takes a batch's sink records before the flush).
 func WithCacheMaxBytes(bytes int64) Option { return func(c *config) { c.cacheMaxBytes = bytes } }
 
 // WithStandbyReplicas makes this instance a warm standby of every state
@@ -515,6 +516,11 @@ func (c *config) validate() error {
 	}
 	if c.cacheMaxBytes < 0 {
 		bad("WithCacheMaxBytes: %d is negative (0 turns the record caches off)", c.cacheMaxBytes)
+	}
+	if c.cacheMaxBytes > 0 && c.mode == MicroBatch && c.microBatch.ForEachBatch != nil {
+		// The caches flush in the commit, after ForEachBatch has taken the
+		// batch's sink records: the flushed ones would reach the next call.
+		bad("WithCacheMaxBytes: record caches do not work with micro-batch ForEachBatch (the flush comes after it)")
 	}
 	if c.replication == 0 || c.replication < -1 {
 		bad("WithReplicationFactor: %d is neither -1 (the broker's default) nor 1 or more", c.replication)

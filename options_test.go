@@ -72,6 +72,8 @@ func TestNewRejectsEachInvalidOption(t *testing.T) {
 		{"instance id character", nil, weir.WithInstanceID("host:1"), `WithInstanceID: "host:1" has ":"`},
 		{"staging limit negative", nil, weir.WithStagingLimit(-5), "WithStagingLimit: -5 is negative"},
 		{"cache max bytes negative", nil, weir.WithCacheMaxBytes(-1), "WithCacheMaxBytes: -1 is negative"},
+		{"cache with ForEachBatch", []weir.Option{weir.WithMicroBatch(microbatch.Config{ForEachBatch: discardBatches})},
+			weir.WithCacheMaxBytes(1 << 20), "WithCacheMaxBytes: record caches do not work with micro-batch ForEachBatch"},
 		{"replication factor 0", nil, weir.WithReplicationFactor(0), "WithReplicationFactor: 0 is neither -1"},
 		{"replication factor -2", nil, weir.WithReplicationFactor(-2), "WithReplicationFactor: -2 is neither -1"},
 		{"topic config cleanup.policy", nil, weir.WithTopicConfig("cleanup.policy", "delete"), `WithTopicConfig: topic config "cleanup.policy"`},
