@@ -180,7 +180,16 @@ func (c *committer) try(sess sarama.ConsumerGroupSession, offsets map[topicParti
 		case errors.Is(kerr, sarama.ErrRebalanceInProgress), errors.Is(kerr, sarama.ErrOffsetsLoadInProgress),
 			errors.Is(kerr, sarama.ErrRequestTimedOut):
 			retry, first = true, cmpErr(first, &PartitionError{tp.topic, tp.partition, kerr})
-		case errors.Is(kerr, sarama.ErrIllegalGeneration), errors.Is(kerr, sarama.ErrUnknownMemberId):
+		case errors.Is(kerr, sarama.ErrIllegalGeneration):
+			// The coordinator is a generation ahead of the session: the
+			// member is rejoining while it keeps its claims (the
+			// cooperative protocol), and the coordinator moved on at the
+			// JoinGroup, before the session does at the SyncGroup. A retry
+			// carries the session's generation once it moved. (Giving up
+			// here left a batch's offsets uncommitted when its partitions
+			// went to another member at that rebalance: processed twice.)
+			retry, first = true, cmpErr(first, &PartitionError{tp.topic, tp.partition, kerr})
+		case errors.Is(kerr, sarama.ErrUnknownMemberId):
 			// Retry only if the session has moved on since the request;
 			// otherwise this member is out of the group.
 			moved := sess.GenerationID() != generation || sess.MemberID() != memberID
