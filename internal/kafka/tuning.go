@@ -70,10 +70,6 @@ const (
 	// DefaultMaxPartitionFetchBytes is the consumer group's
 	// max.partition.fetch.bytes when none is set (Kafka's default).
 	DefaultMaxPartitionFetchBytes = 1 << 20
-	// DefaultChannelBuffer is the capacity of sarama's internal channels
-	// in every weir client (sarama's default is 256): fewer goroutine
-	// hand-offs wait on a full channel.
-	DefaultChannelBuffer = 1024
 	// MaxLinger bounds Tuning.Linger: a longer one holds every epoch end
 	// of the continuous mode as long.
 	MaxLinger = 10 * time.Second
@@ -150,7 +146,7 @@ func (t Tuning) Validate() error {
 }
 
 // ApplyTuning sets in sc what every weir client shares — no go-metrics
-// registry, sarama's channel capacity — and c.Tuning's producer and
+// registry — and c.Tuning's producer and
 // consumer settings, over weir's defaults (a producer's MaxMessageBytes
 // is [Tuning.MessageBytes]). c must be valid.
 func (c Config) ApplyTuning(sc *sarama.Config) {
@@ -159,7 +155,8 @@ func (c Config) ApplyTuning(sc *sarama.Config) {
 	// request and response; a registry per client keeps the user's other
 	// sarama clients (and go-metrics' global switch) untouched.
 	sc.MetricRegistry = nilRegistry{}
-	sc.ChannelBufferSize = DefaultChannelBuffer
+	// sarama's ChannelBufferSize stays 256: 1,024 showed no CPU or
+	// throughput difference in the benchmark (bench/README.md, issue 25).
 	t := c.Tuning
 	switch t.Compression {
 	case CompressionGZIP:

@@ -9,15 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Every client's configuration carries the no-op registry, weir's channel
-// capacity and the user's tuning; the zero Tuning keeps sarama's producer
+// Every client's configuration carries the no-op registry and the user's
+// tuning; the zero Tuning keeps sarama's producer
 // defaults (no compression, no linger) and Kafka's fetch size.
 func TestApplyTuningReachesEveryClientConfig(t *testing.T) {
 	base := Config{Brokers: []string{"x:1"}}
 	sc, err := base.saramaConfig()
 	require.NoError(t, err)
 	require.IsType(t, nilRegistry{}, sc.MetricRegistry)
-	require.Equal(t, DefaultChannelBuffer, sc.ChannelBufferSize)
 	require.Equal(t, sarama.CompressionNone, sc.Producer.Compression)
 	require.Zero(t, sc.Producer.Flush.Frequency)
 	require.Zero(t, sc.Producer.Flush.Bytes, "no linger: nothing holds a request")
