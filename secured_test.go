@@ -47,6 +47,7 @@ type securedBroker struct {
 	ca                       *x509.CertPool
 	caFile                   string
 	cert                     tls.Certificate
+	expired                  tls.Certificate // signed by the CA, expired 30 days ago
 	adminUser, adminPassword string
 	user, password           string // a PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 user with no ACLs
 }
@@ -75,6 +76,8 @@ func secured(t *testing.T) *securedBroker {
 	s.ca = x509.NewCertPool()
 	require.True(t, s.ca.AppendCertsFromPEM(pem), "no certificate in %s", s.caFile)
 	s.cert, err = tls.LoadX509KeyPair(env("KAFKA_TLS_CERT"), env("KAFKA_TLS_KEY"))
+	require.NoError(t, err)
+	s.expired, err = tls.LoadX509KeyPair(env("KAFKA_TLS_EXPIRED_CERT"), env("KAFKA_TLS_EXPIRED_KEY"))
 	require.NoError(t, err)
 	return s
 }
@@ -435,7 +438,8 @@ func runUntilError(t *testing.T, topo *topology.Topology, brokers []string, appI
 	return err
 }
 
-// TestSecuredRefusals: a wrong password, an unknown CA and each missing
+// TestSecuredRefusals: a wrong password, an unknown CA, no or an expired
+// client certificate on the mutual-TLS listener, and each missing
 // ACL of the minimal set stop Run at start with an error naming what was
 // refused, rather than a hang or a retry loop.
 func TestSecuredRefusals(t *testing.T) {
@@ -465,6 +469,13 @@ func TestSecuredRefusals(t *testing.T) {
 		err := runUntilError(t, topo, s.sslBrokers, "secured-"+randomSuffix(), limit, weir.WithTLS(s.tlsConfig()))
 		t.Logf("Run: %v", err)
 		require.ErrorContains(t, err, "tls: bad certificate")
+	})
+	t.Run("expired client certificate", func(t *testing.T) {
+		cfg := s.tlsConfig()
+		cfg.Certificates = []tls.Certificate{s.expired}
+		err := runUntilError(t, topo, s.sslBrokers, "secured-"+randomSuffix(), limit, weir.WithTLS(cfg))
+		t.Logf("Run: %v", err)
+		require.ErrorContains(t, err, "remote error: tls: unknown certificate")
 	})
 
 	opName := map[kmsg.ACLOperation]string{

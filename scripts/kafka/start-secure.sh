@@ -37,6 +37,8 @@
 #   KAFKA_TLS_BROKERS=127.0.0.1:9295
 #   KAFKA_TLS_CA=<run-secure>/ca.pem
 #   KAFKA_TLS_CERT=<run-secure>/client.pem   KAFKA_TLS_KEY=<run-secure>/client.key
+#   KAFKA_TLS_EXPIRED_CERT=<run-secure>/expired.pem   KAFKA_TLS_EXPIRED_KEY=...
+#     (a client certificate of the CA that expired 30 days ago)
 #   KAFKA_ADMIN_USER=admin   KAFKA_ADMIN_PASSWORD=...
 #   KAFKA_SASL_USER=weir     KAFKA_SASL_PASSWORD=...
 #
@@ -143,6 +145,17 @@ openssl pkcs12 -in "$t/weir-client.p12" -nocerts -nodes -passin "pass:$storepass
   openssl pkey -out "$run/client.key"
 [[ -s $run/client.key ]] || die "could not extract the client key"
 chmod 600 "$run/client.key"
+# An expired client certificate (valid from 60 to 30 days ago), signed by
+# the CA, for the refusal test.
+kt -genkeypair -alias expired -keyalg EC -groupname secp256r1 -validity 30 \
+  -dname "CN=weir-expired" -keystore "$t/expired.p12"
+kt -certreq -alias expired -keystore "$t/expired.p12" -file "$t/expired.csr"
+kt -gencert -alias ca -keystore "$t/ca.p12" -infile "$t/expired.csr" -outfile "$run/expired.pem" \
+  -rfc -startdate -60d -validity 30 -ext "KU=digitalSignature" -ext "EKU=clientAuth"
+openssl pkcs12 -in "$t/expired.p12" -nocerts -nodes -passin "pass:$storepass" 2>/dev/null |
+  openssl pkey -out "$run/expired.key"
+[[ -s $run/expired.key ]] || die "could not extract the expired client key"
+chmod 600 "$run/expired.key"
 log "certificates made in $((SECONDS - started))s"
 
 # --- Config ----------------------------------------------------------------
@@ -274,6 +287,8 @@ KAFKA_TLS_BROKERS=127.0.0.1:$tlsport
 KAFKA_TLS_CA=$run/ca.pem
 KAFKA_TLS_CERT=$run/client.pem
 KAFKA_TLS_KEY=$run/client.key
+KAFKA_TLS_EXPIRED_CERT=$run/expired.pem
+KAFKA_TLS_EXPIRED_KEY=$run/expired.key
 KAFKA_ADMIN_USER=admin
 KAFKA_ADMIN_PASSWORD=$admin_pw
 KAFKA_SASL_USER=weir
