@@ -98,24 +98,33 @@ func TestEpochLogFailureSurfacesAtTheNextEpochEnd(t *testing.T) {
 	require.NoError(t, err)
 	e, _ := behindEngine(t, wal)
 	c := &markingClaim{fakeClaim: fakeClaim{records: make(chan kafka.Record, 4)}}
-	go func() { _ = e.claim(ctx, c) }()
-	defer close(c.records)
+	claimed := make(chan error, 1)
+	go func() { claimed <- e.claim(ctx, c) }()
 	c.records <- kafka.Record{Topic: "in", Partition: 0, Offset: 0, Key: []byte("k"), Value: []byte("v"), Timestamp: time.UnixMilli(1)}
 	require.Eventually(t, func() bool { return e.positions()[tp0] == 1 }, 10*time.Second, time.Millisecond)
 
 	require.NoError(t, e.endEpoch(ctx, c, true))
-	require.NoError(t, settle(ctx, e)) // epoch 1 appended
-	last, ok, err := wal.LatestEpoch()
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.Equal(t, int64(1), last.Epoch)
+	require.NoError(t, settle(ctx, e))
+	require.Eventually(t, func() bool { // epoch 1 appended, behind
+		last, ok, err := wal.LatestEpoch()
+		return err == nil && ok && last.Epoch == 1
+	}, 10*time.Second, time.Millisecond)
 
 	require.NoError(t, log.Close()) // the next append fails
 	c.records <- kafka.Record{Topic: "in", Partition: 0, Offset: 1, Key: []byte("k"), Value: []byte("v"), Timestamp: time.UnixMilli(1)}
 	require.Eventually(t, func() bool { return e.positions()[tp0] == 2 }, 10*time.Second, time.Millisecond)
-	require.NoError(t, e.endEpoch(ctx, c, true)) // committed; its append runs behind
-	err = e.endEpoch(ctx, c, true)
-	require.ErrorContains(t, err, "continuous: epoch log")
+	require.NoError(t, e.endEpoch(ctx, c, true)) // committed; its append runs behind and fails
+	require.Eventually(t, func() bool {
+		err := e.endEpoch(ctx, c, true)
+		if err != nil {
+			require.ErrorContains(t, err, "continuous: epoch log")
+		}
+		return err != nil
+	}, 10*time.Second, time.Millisecond, "a failed epoch log append was dropped")
+	close(c.records)
+	<-claimed
+	_ = settle(ctx, e) // as Run does on its return, then
+	require.Error(t, e.log.drain(), "Run's return reports it too")
 }
 
 // settle waits for what the last epoch end left running, as Run does on

@@ -34,8 +34,8 @@ type Config struct {
 	EpochLog *offsets.WAL
 	// OnProgress, if set, receives the progress of every committed epoch
 	// that processed records, in epoch order. It is called in the
-	// background, after the epoch's commit and epoch log append; the next
-	// epoch end waits for it: keep it quick.
+	// background, after the epoch's commit and its epoch log append: keep
+	// it quick, it delays the reports (and appends) behind it.
 	OnProgress func(Progress)
 }
 
@@ -74,6 +74,10 @@ type Engine struct {
 	// running in the background (see endEpoch); nil if nothing.
 	endMu  sync.Mutex
 	behind *behindWork
+	// log appends committed epochs to EpochLog (see epochWriter); started
+	// by the first one, drained when Run returns. Set by the background
+	// work, which runs one epoch at a time.
+	log *epochWriter
 }
 
 // behindWork is the part of an epoch end that runs while the claims go on
@@ -143,6 +147,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	// or the error of its commit, is not dropped.
 	e.endMu.Lock()
 	_, serr := e.settle(context.WithoutCancel(ctx))
+	if e.log != nil {
+		serr = errors.Join(serr, e.log.drain())
+		e.log = nil
+	}
 	e.endMu.Unlock()
 	if err == nil {
 		err = serr
@@ -300,9 +308,11 @@ func (e *Engine) rewindSignal() <-chan struct{} {
 // claims go on (runtime.CommitBehind); the others commit under the
 // barrier (a transaction can only commit after its sends, and staged
 // state only reaches Badger after the commit). The epoch log append and
-// the progress report always run in the background. Background work is
-// one epoch at a time, in order: each epoch end first waits for the
-// previous one's and takes its error (settle), as does Run on its return.
+// the progress report always run in the background (epochWriter, in
+// order; the next commit does not wait for them). Background work is one
+// epoch at a time, in order: each epoch end first waits for the previous
+// one's and takes its error (settle), as does Run on its return, which
+// also drains the epoch log.
 // A claim ending (behind false) commits everything under the barrier
 // before its partition is released.
 func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) error {
@@ -357,7 +367,7 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) err
 				return err
 			}
 			e.epochs.Add(1)
-			return e.committed(bctx, now, pos, took, rows, last, &ph, true)
+			return e.committed(now, pos, took, rows, last, &ph, true)
 		})
 		return nil
 	}
@@ -378,7 +388,7 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) err
 	e.lastEnd = now
 	unlock()
 	e.goBehind(ctx, func(bctx context.Context) error {
-		return e.committed(bctx, now, pos, took, rows, last, &ph, false)
+		return e.committed(now, pos, took, rows, last, &ph, false)
 	})
 	return nil
 }
@@ -427,33 +437,34 @@ func (e *Engine) settle(ctx context.Context) (rewound bool, err error) {
 // committed appends a committed epoch to the epoch log and reports its
 // progress, in the background (see endEpoch). An epoch log that cannot be
 // written stops the engine at the next epoch end.
-func (e *Engine) committed(ctx context.Context, now time.Time, pos runtime.Positions, took time.Duration,
+func (e *Engine) committed(now time.Time, pos runtime.Positions, took time.Duration,
 	rows int64, last time.Time, ph *runtime.Phases, behind bool) error {
 	n := e.epochs.Load()
-	if e.cfg.EpochLog != nil && len(pos) > 0 {
-		err := e.rt.Timed(runtime.PhaseEpochLog, &ph.EpochLog, func() error {
-			return e.cfg.EpochLog.AppendEpoch(context.WithoutCancel(ctx), epochRecord(n, now, pos))
-		})
-		if err != nil {
-			return fmt.Errorf("epoch log: %w", err)
-		}
-	}
 	if ph.Paused >= e.cfg.EpochInterval {
 		e.rt.Logger().Info("weir: continuous: epoch end paused processing", "epoch", n, "phases", phasesValue(Phases(*ph)))
 	}
-	if rows == 0 || e.cfg.OnProgress == nil {
+	var p *Progress
+	if rows > 0 && e.cfg.OnProgress != nil {
+		p = &Progress{Epoch: n, Timestamp: now, NumInputRows: rows, CommitDuration: took,
+			CommittedBehind: behind, Phases: Phases(*ph)}
+		if d := now.Sub(last).Seconds(); !last.IsZero() && d > 0 {
+			p.InputRowsPerSecond = float64(rows) / d
+		}
+		for _, o := range epochRecord(0, now, pos).Offsets {
+			p.Partitions = append(p.Partitions, PartitionProgress{Topic: o.Topic, Partition: o.Partition, Next: o.Next})
+		}
+	}
+	if e.cfg.EpochLog == nil || len(pos) == 0 {
+		if p != nil {
+			e.cfg.OnProgress(*p)
+		}
 		return nil
 	}
-	p := Progress{Epoch: n, Timestamp: now, NumInputRows: rows, CommitDuration: took,
-		CommittedBehind: behind, Phases: Phases(*ph)}
-	if d := now.Sub(last).Seconds(); !last.IsZero() && d > 0 {
-		p.InputRowsPerSecond = float64(rows) / d
+	if e.log == nil {
+		e.log = newEpochWriter(e)
 	}
-	for _, o := range epochRecord(0, now, pos).Offsets {
-		p.Partitions = append(p.Partitions, PartitionProgress{Topic: o.Topic, Partition: o.Partition, Next: o.Next})
-	}
-	e.cfg.OnProgress(p)
-	return nil
+	e.log.add(epochJob{epoch: epochRecord(n, now, pos), progress: p})
+	return e.log.failed()
 }
 
 // abort rewinds after a Send doomed the transaction (see claim), unless

@@ -61,8 +61,9 @@ type Phases struct {
 	// StateApply is moving the staged state into Badger with the
 	// changelog checkpoints (their end offsets asked of the brokers).
 	StateApply time.Duration
-	// EpochLog is appending the epoch to the epoch log (in the
-	// background: it never pauses processing).
+	// EpochLog is appending the epoch to the epoch log (on a goroutine
+	// of its own: it neither pauses processing nor delays the next
+	// commit).
 	EpochLog time.Duration
 }
 
