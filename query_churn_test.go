@@ -326,6 +326,7 @@ func testQueryChurn(t *testing.T, env *kafkatest.Env, mode weir.Mode, churnFor t
 			100*float64(tl.answered+tl.notFound)/float64(max(live, 1)))
 		t.Logf("  answered by (%s): %s; 503 causes: %s", q, countList(tl.roles), countList(tl.causes))
 		require.Zero(t, tl.causes["no_address"], "every instance advertises an address")
+		require.Zero(t, tl.causes["no cause"], "every 503 names its cause")
 	}
 	require.Zero(t, inconsistent)
 	require.Positive(t, tallies[false].answered+tallies[true].answered, "some queries were answered")
