@@ -130,6 +130,9 @@ func (c *committer) commit(ctx context.Context, sess sarama.ConsumerGroupSession
 		if !retry {
 			return err
 		}
+		if errors.Is(err, sarama.ErrIllegalGeneration) && time.Since(start) > generationWait {
+			return fmt.Errorf("kafka: commit: the session did not reach the coordinator's generation within %v: %w", generationWait, err)
+		}
 		if time.Since(start) > retryBudget {
 			return fmt.Errorf("kafka: commit: giving up after %d attempts in %v: %w", attempt+1, retryBudget, err)
 		}
@@ -141,6 +144,13 @@ func (c *committer) commit(ctx context.Context, sess sarama.ConsumerGroupSession
 		}
 	}
 }
+
+// generationWait bounds the retries of a commit refused with
+// ILLEGAL_GENERATION while the session has not reached the coordinator's
+// generation: the SyncGroup that moves it normally lands within
+// milliseconds, and a commit that waits holds the claims the rebalance is
+// waiting for.
+const generationWait = 2 * time.Second
 
 // try sends one OffsetCommit. It reports whether a retry may succeed.
 func (c *committer) try(sess sarama.ConsumerGroupSession, offsets map[topicPartition]int64) (bool, error) {
@@ -185,9 +195,10 @@ func (c *committer) try(sess sarama.ConsumerGroupSession, offsets map[topicParti
 			// member is rejoining while it keeps its claims (the
 			// cooperative protocol), and the coordinator moved on at the
 			// JoinGroup, before the session does at the SyncGroup. A retry
-			// carries the session's generation once it moved. (Giving up
-			// here left a batch's offsets uncommitted when its partitions
-			// went to another member at that rebalance: processed twice.)
+			// carries the session's generation once it moved, for
+			// generationWait at most. (Giving up at once left a batch's
+			// offsets uncommitted when its partitions went to another
+			// member at that rebalance: processed twice.)
 			retry, first = true, cmpErr(first, &PartitionError{tp.topic, tp.partition, kerr})
 		case errors.Is(kerr, sarama.ErrUnknownMemberId):
 			// Retry only if the session has moved on since the request;

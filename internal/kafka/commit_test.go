@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -81,7 +82,8 @@ func joinGroup(t *testing.T, cl *kgo.Client, group, member string) (string, int3
 
 // A commit the coordinator refuses with ILLEGAL_GENERATION while the
 // session still shows the old generation is retried with the session's
-// new one once it moves: the member is rejoining, not out of the group.
+// new one once it moves (the member is rejoining, not out of the group),
+// for generationWait at most.
 // Before, the commit gave up at once; under micro-batch at-least-once the
 // offsets of the batch were then never committed when its partitions moved
 // to another instance at that rebalance, and the other instance processed
@@ -114,6 +116,18 @@ func TestCommitRetriesAGenerationTheSessionHasNotReachedYet(t *testing.T) {
 	defer cancel()
 	if err := c.commit(ctx, sess); err != nil {
 		t.Fatalf("commit while the session lags the coordinator's generation: %v", err)
+	}
+
+	// A session that never catches up gives up after generationWait, as
+	// before: the offsets wait for the next commit.
+	c.mark(tp, 43)
+	stuck := &laggingSession{member: member, old: old, new: gen, lagCalls: 1 << 30}
+	start := time.Now()
+	if err := c.commit(ctx, stuck); !errors.Is(err, sarama.ErrIllegalGeneration) {
+		t.Fatalf("commit through a session stuck a generation behind: %v, want ILLEGAL_GENERATION", err)
+	}
+	if took := time.Since(start); took < generationWait || took > generationWait+2*time.Second {
+		t.Fatalf("commit through a stuck session gave up after %v, want about %v", took, generationWait)
 	}
 
 	fetch := kmsg.NewPtrOffsetFetchRequest()
