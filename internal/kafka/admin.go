@@ -146,7 +146,7 @@ func (a *Admin) EnsureTopics(ctx context.Context, specs []TopicSpec) error {
 			}
 			return nil
 		}
-		if err := pause(ctx, 50*time.Millisecond); err != nil {
+		if err := Pause(ctx, 50*time.Millisecond); err != nil {
 			return fmt.Errorf("kafka: wait for topics %v: %w", names, err)
 		}
 	}
@@ -290,7 +290,7 @@ func (a *Admin) listOffsets(ctx context.Context, topic string, partitions []int3
 		}
 		_ = a.client.RefreshMetadata(topic)
 		pending = retry
-		if err := pause(ctx, backoff(attempt)); err != nil {
+		if err := Pause(ctx, Backoff(attempt)); err != nil {
 			return nil, fmt.Errorf("kafka: list offsets of %q: %w", topic, err)
 		}
 	}
@@ -320,7 +320,7 @@ func (a *Admin) CommittedOffsets(ctx context.Context, group, topic string, parti
 		if !retry || time.Since(start) > retryBudget {
 			return nil, err
 		}
-		if perr := pause(ctx, backoff(attempt)); perr != nil {
+		if perr := Pause(ctx, Backoff(attempt)); perr != nil {
 			return nil, fmt.Errorf("%w (after %w)", perr, err)
 		}
 	}
@@ -450,7 +450,7 @@ func (a *Admin) retry(ctx context.Context, op func() error) error {
 		a.cfg.logger().Debug("kafka: admin request failed, retrying", "attempt", attempt+1, "err", err)
 		_, _ = a.client.RefreshController()
 		_ = a.client.RefreshMetadata()
-		if perr := pause(ctx, backoff(attempt)); perr != nil {
+		if perr := Pause(ctx, Backoff(attempt)); perr != nil {
 			return fmt.Errorf("%w (after %w)", perr, err)
 		}
 	}
@@ -470,23 +470,5 @@ func retriableBrokerError(err error) bool {
 			errors.Is(kerr, sarama.ErrBrokerNotAvailable)
 	default:
 		return true
-	}
-}
-
-// backoff is the wait before retry number attempt: 50 ms doubling to 1 s.
-func backoff(attempt int) time.Duration {
-	d := 50 * time.Millisecond << min(attempt, 5)
-	return min(d, time.Second)
-}
-
-// pause waits d or until ctx is done (then it returns ctx's error).
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

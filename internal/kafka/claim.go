@@ -278,7 +278,7 @@ func (gh *groupHandler) initialOffset(sess sarama.ConsumerGroupSession, sc saram
 		if off, err = gh.run.client.GetOffset(sc.Topic(), sc.Partition(), sc.InitialOffset()); err == nil {
 			return off, nil
 		}
-		if perr := pause(sess.Context(), backoff(attempt)); perr != nil {
+		if perr := Pause(sess.Context(), Backoff(attempt)); perr != nil {
 			return 0, fmt.Errorf("kafka: resolve initial offset: %w", perr)
 		}
 	}

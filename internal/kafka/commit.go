@@ -136,7 +136,7 @@ func (c *committer) commit(ctx context.Context, sess sarama.ConsumerGroupSession
 		if time.Since(start) > retryBudget {
 			return fmt.Errorf("kafka: commit: giving up after %d attempts in %v: %w", attempt+1, retryBudget, err)
 		}
-		if perr := pause(ctx, backoff(attempt)); perr != nil {
+		if perr := Pause(ctx, Backoff(attempt)); perr != nil {
 			if err == nil {
 				return fmt.Errorf("kafka: commit: %w", perr)
 			}

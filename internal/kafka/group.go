@@ -318,7 +318,7 @@ func (rs *runState) consume(ctx context.Context, cg sarama.ConsumerGroup, gh *gr
 		} else {
 			quick = 0
 		}
-		if quick > 0 && pause(ctx, backoff(quick+2)) != nil {
+		if quick > 0 && Pause(ctx, Backoff(quick+2)) != nil {
 			return
 		}
 	}
@@ -376,7 +376,7 @@ func checkTopics(ctx context.Context, client sarama.Client, topics []string, set
 		} else if time.Since(start) > retryBudget {
 			return fmt.Errorf("kafka: metadata of %v: %d attempts in %v: %w", topics, attempt+1, retryBudget, err)
 		}
-		if perr := pause(ctx, backoff(attempt)); perr != nil {
+		if perr := Pause(ctx, Backoff(attempt)); perr != nil {
 			if err == nil {
 				err = fmt.Errorf("%w: %q", ErrUnknownTopic, missing)
 			}

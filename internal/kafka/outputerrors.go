@@ -68,7 +68,7 @@ func (a *Admin) TopicMissing(ctx context.Context, topic string) (bool, error) {
 			return true, nil
 		}
 		_ = a.client.RefreshMetadata()
-		if err := pause(ctx, min(backoff(attempt+2), UnknownTopicBound-time.Since(start))); err != nil {
+		if err := Pause(ctx, min(Backoff(attempt+2), UnknownTopicBound-time.Since(start))); err != nil {
 			return false, fmt.Errorf("kafka: is topic %q missing: %w", topic, err)
 		}
 	}

@@ -224,7 +224,7 @@ func (a *Admin) findTransactionCoordinator(ctx context.Context, transactionalID 
 				"__transaction_state topic cannot be created: transaction.state.log.replication.factor above the brokers available?)",
 				ErrTransactionsUnavailable, transactionalID, TransactionCoordinatorWait, last)
 		}
-		if err := pause(ctx, backoff(attempt)); err != nil {
+		if err := Pause(ctx, Backoff(attempt)); err != nil {
 			return fmt.Errorf("kafka: find transaction coordinator: %w (after %w)", err, last)
 		}
 	}

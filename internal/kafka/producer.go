@@ -59,7 +59,7 @@ const TransactionalProducerRetries = 16
 
 // ProducerBackoff is sarama's Producer.Retry.BackoffFunc for
 // ProducerRetries.
-func ProducerBackoff(retries, _ int) time.Duration { return backoff(retries) }
+func ProducerBackoff(retries, _ int) time.Duration { return Backoff(retries) }
 
 // NewProducer connects a Producer.
 func NewProducer(cfg Config) (*Producer, error) {

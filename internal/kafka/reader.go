@@ -210,7 +210,7 @@ func (r *rangeReader) run(ctx context.Context) error {
 			if !refreshed {
 				_ = r.a.client.RefreshMetadata(r.topic)
 			}
-			if perr := pause(ctx, backoff(retries)); perr != nil {
+			if perr := Pause(ctx, Backoff(retries)); perr != nil {
 				return r.errorf("%w (retrying after %w)", perr, err)
 			}
 			retries++

@@ -147,7 +147,7 @@ func (t *txnOutput) recover(ctx context.Context, cause error) error {
 		t.rewinds++
 	}
 	wait := rewindWait(t.rewinds, cause)
-	if err := pauseCtx(ctx, wait); err != nil {
+	if err := kafka.Pause(ctx, wait); err != nil {
 		return fmt.Errorf("runtime: rewind: %w (transaction: %w)", err, cause)
 	}
 	if err := t.sess.Begin(ctx); err != nil {
@@ -179,21 +179,6 @@ func rewindBackoff(n int) time.Duration {
 		return 0
 	}
 	return min(100*time.Millisecond<<min(n-2, 6), 5*time.Second)
-}
-
-// pauseCtx waits d or until ctx is done (then it returns ctx's error).
-func pauseCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-tm.C:
-		return nil
-	}
 }
 
 // rewindable reports errors a rewind survives.

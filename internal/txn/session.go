@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/IBM/sarama"
 
@@ -179,7 +178,7 @@ func (s *Session) reset(ctx context.Context) error {
 		// transaction completes; coordinators move and load; brokers
 		// restart. All of it passes.
 		s.log.Warn("exactlyonce: init producer, retrying", "attempt", attempt+1, "err", err)
-		if perr := pause(ctx, backoff(attempt)); perr != nil {
+		if perr := kafka.Pause(ctx, kafka.Backoff(attempt)); perr != nil {
 			return s.setFailure(stBroken, newError("init", ErrIndefinite, fmt.Errorf("%w (after %w)", perr, err)))
 		}
 	}
@@ -347,7 +346,7 @@ func (s *Session) Commit(ctx context.Context, offsets map[TopicPartition]int64, 
 			return s.fail("commit", kind, err)
 		}
 		s.log.Warn("exactlyonce: commit, retrying", "attempt", attempt+1, "err", err)
-		if perr := pause(ctx, backoff(attempt)); perr != nil {
+		if perr := kafka.Pause(ctx, kafka.Backoff(attempt)); perr != nil {
 			return s.setFailure(stFailed, newError("commit", ErrAbortable, fmt.Errorf("%w (after %w)", perr, err)))
 		}
 	}
@@ -396,7 +395,7 @@ func (s *Session) Abort(ctx context.Context) error {
 		switch kind {
 		case errTransient:
 			s.log.Warn("exactlyonce: abort, retrying", "attempt", attempt+1, "err", err)
-			if perr := pause(ctx, backoff(attempt)); perr != nil {
+			if perr := kafka.Pause(ctx, kafka.Backoff(attempt)); perr != nil {
 				return s.setFailure(stBroken, newError("abort", ErrIndefinite, fmt.Errorf("%w (after %w)", perr, err)))
 			}
 			continue
@@ -558,21 +557,4 @@ func groupMetadata(gm kafka.GroupMetadata) *sarama.ConsumerGroupMetadata {
 		m.GroupInstanceID = &id
 	}
 	return m
-}
-
-// backoff is the wait before retry number attempt: 50 ms doubling to 1 s.
-func backoff(attempt int) time.Duration {
-	return min(50*time.Millisecond<<min(attempt, 5), time.Second)
-}
-
-// pause waits d or until ctx ends (then it returns ctx's error).
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
