@@ -58,10 +58,16 @@ func (r *Runtime) Commit(ctx context.Context, positions Positions, s kafka.Sessi
 
 // CommitTimed is Commit, adding how long each of its phases took to ph
 // (if not nil) and reporting them to the Phase hook.
-func (r *Runtime) CommitTimed(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) (err error) {
+func (r *Runtime) CommitTimed(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) error {
 	if ph == nil {
 		ph = &Phases{}
 	}
+	return r.observeCommit(positions, func() error { return r.commit(ctx, positions, s, ph) })
+}
+
+// observeCommit runs commit between the Committing and Committed hooks
+// and reports its outcome for positions (notify).
+func (r *Runtime) observeCommit(positions Positions, commit func() error) (err error) {
 	if hook := r.cfg.Hooks.Committing; hook != nil {
 		hook()
 	}
@@ -70,6 +76,11 @@ func (r *Runtime) CommitTimed(ctx context.Context, positions Positions, s kafka.
 		defer func() { hook(time.Since(start), err) }()
 	}
 	defer func() { r.notify(err, positions) }()
+	return commit()
+}
+
+// commit is CommitTimed's work, inside observeCommit.
+func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) error {
 	if err := r.flushCaches(ctx); err != nil { // record caches: before anything is committed
 		return r.cacheFlushFailed(ctx, err)
 	}
@@ -84,7 +95,7 @@ func (r *Runtime) CommitTimed(ctx context.Context, positions Positions, s kafka.
 		}
 		return err
 	}
-	err = r.commitKafka(ctx, positions, s, ph)
+	err := r.commitKafka(ctx, positions, s, ph)
 	if errors.Is(err, ErrRewind) {
 		r.dropStaged()
 		return err
@@ -152,19 +163,11 @@ func (r *Runtime) CanCommitBehind() bool { return r.txn == nil && r.Stateless() 
 // ErrRewind when the member was removed from the group. There is nothing
 // to check before it (no changelog, see checkMembership), to flush or to
 // apply. Calls must not overlap one another or a Commit.
-func (r *Runtime) CommitBehind(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) (err error) {
+func (r *Runtime) CommitBehind(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) error {
 	if ph == nil {
 		ph = &Phases{}
 	}
-	if hook := r.cfg.Hooks.Committing; hook != nil {
-		hook()
-	}
-	if hook := r.cfg.Hooks.Committed; hook != nil {
-		start := time.Now()
-		defer func() { hook(time.Since(start), err) }()
-	}
-	defer func() { r.notify(err, positions) }()
-	return r.commitKafka(ctx, positions, s, ph)
+	return r.observeCommit(positions, func() error { return r.commitKafka(ctx, positions, s, ph) })
 }
 
 // checkMembership keeps a removed member from writing its epoch's
