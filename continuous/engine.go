@@ -33,9 +33,9 @@ type Config struct {
 	// log"). Optional.
 	EpochLog *offsets.WAL
 	// OnProgress, if set, receives the progress of every committed epoch
-	// that processed records, in epoch order. It is called in the
-	// background, after the epoch's commit and its epoch log append: keep
-	// it quick, it delays the reports (and appends) behind it.
+	// that processed records, in epoch order. It is called after the
+	// epoch's commit and its epoch log append, while processing goes on:
+	// keep it quick, it delays the reports (and appends) behind it.
 	OnProgress func(Progress)
 }
 
@@ -82,8 +82,9 @@ type Engine struct {
 
 // behindWork is the part of an epoch end that runs while the claims go on
 // processing: an at-least-once commit of a stateless topology
-// (runtime.CommitBehind), the epoch log append, the progress report. The
-// next epoch end, or Run's return, waits for it and takes its error.
+// (runtime.CommitBehind), then the hand-over of its epoch to the epoch
+// log (committed). The next epoch end, or Run's return, waits for it and
+// takes its error.
 type behindWork struct {
 	ctx  context.Context
 	done chan struct{}
@@ -387,9 +388,9 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) err
 	rows, last := e.rows.Swap(0), e.lastEnd
 	e.lastEnd = now
 	unlock()
-	e.goBehind(ctx, func(bctx context.Context) error {
-		return e.committed(now, pos, took, rows, last, &ph, false)
-	})
+	if err := e.committed(now, pos, took, rows, last, &ph, false); err != nil {
+		return fmt.Errorf("continuous: %w", err)
+	}
 	return nil
 }
 
@@ -434,9 +435,10 @@ func (e *Engine) settle(ctx context.Context) (rewound bool, err error) {
 	}
 }
 
-// committed appends a committed epoch to the epoch log and reports its
-// progress, in the background (see endEpoch). An epoch log that cannot be
-// written stops the engine at the next epoch end.
+// committed hands a committed epoch to the epoch log's writer, which
+// appends it and then reports its progress (without an epoch log the
+// progress is reported at once). It returns the error of an earlier
+// append that failed: the engine stops.
 func (e *Engine) committed(now time.Time, pos runtime.Positions, took time.Duration,
 	rows int64, last time.Time, ph *runtime.Phases, behind bool) error {
 	n := e.epochs.Load()
