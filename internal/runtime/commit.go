@@ -82,18 +82,14 @@ func (r *Runtime) observeCommit(positions Positions, commit func() error) (err e
 // commit is CommitTimed's work, inside observeCommit.
 func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) error {
 	if err := r.flushCaches(ctx); err != nil { // record caches: before anything is committed
-		return r.cacheFlushFailed(ctx, err)
+		return r.flushFailed(ctx, fmt.Errorf("runtime: flush record caches: %w", err))
 	}
 	if err := r.Timed(PhaseMembership, &ph.Membership, func() error { return r.checkMembership(ctx, s) }); err != nil {
 		r.dropStaged()
 		return err
 	}
 	if err := r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error { return r.flushChangelogs(ctx) }); err != nil {
-		if errors.Is(err, ErrRewind) && r.txn != nil {
-			r.dropStaged()
-			return r.txn.recover(ctx, err)
-		}
-		return err
+		return r.flushFailed(ctx, err)
 	}
 	err := r.commitKafka(ctx, positions, s, ph)
 	if errors.Is(err, ErrRewind) {
@@ -104,6 +100,18 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 		return err // ErrCommitLater keeps the staged state for the next commit
 	}
 	return r.Timed(PhaseStateApply, &ph.StateApply, func() error { return r.applyStaged(ctx) })
+}
+
+// flushFailed settles a flush before the commit that failed (record
+// caches, changelogs): under exactly-once an output the transaction
+// refused aborts it (ErrRewind) and drops the epoch's state, caches
+// included; otherwise err is returned and nothing is committed.
+func (r *Runtime) flushFailed(ctx context.Context, err error) error {
+	if errors.Is(err, ErrRewind) && r.txn != nil {
+		r.dropStaged()
+		return r.txn.recover(ctx, err)
+	}
+	return err
 }
 
 func (r *Runtime) commitKafka(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) error {

@@ -278,15 +278,3 @@ func (r *Runtime) flushCaches(ctx context.Context) error {
 		return t.task.FlushCache()
 	})
 }
-
-// cacheFlushFailed settles a failed flushCaches as Commit settles a failed
-// changelog flush: under exactly-once an output the transaction refused
-// aborts it (ErrRewind) and drops the epoch's state, caches included;
-// otherwise the error is returned and nothing is committed.
-func (r *Runtime) cacheFlushFailed(ctx context.Context, err error) error {
-	if errors.Is(err, ErrRewind) && r.txn != nil {
-		r.dropStaged()
-		return r.txn.recover(ctx, err)
-	}
-	return fmt.Errorf("runtime: flush record caches: %w", err)
-}
