@@ -213,7 +213,7 @@ func (s *SinkTopics) spec(name string, replication int16) kafka.TopicSpec {
 // and creates the topics weir creates. It runs once; Prepare runs it if
 // the engine's caller did not.
 func (r *Runtime) Preflight(ctx context.Context) error {
-	if r.plan != nil {
+	if r.plan.Load() != nil {
 		return nil
 	}
 	req := RequirementsOf(r.cfg.Graph, r.cfg.ApplicationID)
@@ -230,7 +230,7 @@ func (r *Runtime) Preflight(ctx context.Context) error {
 			return fmt.Errorf("runtime: create topics: %w", err)
 		}
 	}
-	r.plan = plan
+	r.plan.Store(plan)
 	return nil
 }
 

@@ -43,7 +43,7 @@ func (r *Runtime) Store(name string) (StoreInfo, error) {
 				continue
 			}
 			info := StoreInfo{Spec: spec, Codec: codec, Subtopology: st.ID}
-			if p := r.plan; p != nil && st.ID < len(p.Partitions) {
+			if p := r.plan.Load(); p != nil && st.ID < len(p.Partitions) {
 				info.Partitions = p.Partitions[st.ID]
 			}
 			return info, nil

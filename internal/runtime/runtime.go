@@ -96,7 +96,7 @@ type Runtime struct {
 	log      *slog.Logger
 	admin    *kafka.Admin
 	producer *kafka.Producer
-	plan     *TopicPlan
+	plan     atomic.Pointer[TopicPlan] // set once by Preflight; read by queries meanwhile
 	tasks    *Tasks
 	stats    Stats
 	// sinks, when set, receives the records sinks write (not repartition,
@@ -183,7 +183,7 @@ func (r *Runtime) Prepare(ctx context.Context) error {
 	if err := r.Preflight(ctx); err != nil {
 		return err
 	}
-	plan := r.plan
+	plan := r.plan.Load()
 	r.prepared.Store(true)
 	if h := r.cfg.Hooks.Prepared; h != nil {
 		h()
@@ -199,7 +199,7 @@ func (r *Runtime) Prepare(ctx context.Context) error {
 }
 
 // Plan returns the topic plan; nil before Prepare.
-func (r *Runtime) Plan() *TopicPlan { return r.plan }
+func (r *Runtime) Plan() *TopicPlan { return r.plan.Load() }
 
 // GroupConfig returns the consumer group configuration for the plan: every
 // source topic, with the sources of each sub-topology co-partitioned.
@@ -211,7 +211,7 @@ func (r *Runtime) GroupConfig(onError func(error)) kafka.GroupConfig {
 		InstanceID: r.cfg.InstanceID, OnError: onError, MemberData: r.memberData,
 		OnAssignment: r.cfg.Hooks.Rebalanced,
 	}
-	for _, topics := range r.plan.Sources {
+	for _, topics := range r.plan.Load().Sources {
 		gc.Topics = append(gc.Topics, topics...)
 		if len(topics) > 1 {
 			gc.CoPartitioned = append(gc.CoPartitioned, append([]string(nil), topics...))

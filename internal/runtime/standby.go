@@ -93,12 +93,13 @@ func (r *Runtime) runStandbys(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
+		partitions := r.plan.Load().Partitions
 		for sub, st := range r.cfg.Graph.Subtopologies {
 			for _, spec := range st.Stores {
 				if !spec.Logged {
 					continue
 				}
-				for p := int32(0); p < r.plan.Partitions[sub]; p++ {
+				for p := int32(0); p < partitions[sub]; p++ {
 					if ctx.Err() != nil {
 						return
 					}
