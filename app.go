@@ -126,7 +126,7 @@ func (a *App) run(ctx context.Context) error {
 	}
 	rt, err := runtime.New(runtime.Config{
 		ApplicationID: a.cfg.applicationID, Graph: a.topo.Graph(), Kafka: a.cfg.kafkaConfig(),
-		Logger: a.cfg.logger, BadRecords: a.cfg.badRecords, Clock: a.cfg.clock,
+		Logger: a.cfg.logger, BadRecords: a.cfg.badRecords.runtime(), Clock: a.cfg.clock,
 		SessionTimeout: a.cfg.sessionTimeout, HeartbeatInterval: a.cfg.heartbeatInterval,
 		InstanceID: a.cfg.instanceID, StateDir: a.cfg.stateDir, StagingLimit: a.cfg.stagingLimit,
 		CacheMaxBytes: a.cfg.cacheMaxBytes, Standbys: a.cfg.standbys, Hooks: joinHooks(a.metrics.Hooks(), a.state.hooks()),

@@ -118,20 +118,6 @@ func (g Guarantee) String() string {
 	return "at-least-once"
 }
 
-// BadRecordPolicy says what happens to records that fail deserialization or
-// processing.
-type BadRecordPolicy = runtime.BadRecordPolicy
-
-// The bad-record policies.
-const (
-	// Fail stops the application, naming the record.
-	Fail = runtime.Fail
-	// Skip logs and counts the record and goes on.
-	Skip = runtime.Skip
-	// DeadLetter writes the record to "<topic>-dlq" and goes on.
-	DeadLetter = runtime.DeadLetter
-)
-
 // WithBrokers sets the bootstrap brokers, host:port (Kafka's
 // bootstrap.servers); required, no default. New rejects an empty list and an
 // address that is not host:port; an address nobody listens on fails Run

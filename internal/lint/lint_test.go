@@ -217,7 +217,6 @@ var exportedAPIExceptions = map[string]string{
 	"continuous.New": "the engines take *runtime.Runtime: they are run by weir.App, to move under internal/ " +
 		"with the engines' shared driver (issue 20, STYLE §9)",
 	"microbatch.New":       "as continuous.New",
-	"weir.BadRecordPolicy": "an alias of runtime.BadRecordPolicy; the constants are weir's, the type's methods are documented in internal/runtime",
 }
 
 // TestExportedAPI checks STYLE §6: the exported declarations of every public
