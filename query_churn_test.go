@@ -228,6 +228,11 @@ func testQueryChurn(t *testing.T, env *kafkatest.Env, mode weir.Mode, churnFor t
 
 	// The committed sums of every key, once all input is processed.
 	var seen map[string][]int64
+	defer func() {
+		if t.Failed() {
+			churnDiagnose(t, env, appID, in, out, slots, total)
+		}
+	}()
 	require.Eventually(t, func() bool {
 		seen = map[string][]int64{}
 		for _, r := range kafkatest.ReadCommitted(t, env, out) {
@@ -377,4 +382,73 @@ func countList(m map[string]int) string {
 	}
 	sort.Strings(cs)
 	return strings.Join(cs, ", ")
+}
+
+// churnDiagnose logs, after a failure, what tells a stall from a loss: the
+// keys whose last committed sum is not the total (and by how much), the
+// group's committed offsets against the input's end offsets, and what each
+// running instance says of its health and progress.
+func churnDiagnose(t *testing.T, env *kafkatest.Env, group, in, out string, slots []*churnSlot, total map[string]int64) {
+	t.Helper()
+	seen := map[string][]int64{}
+	for _, r := range kafkatest.ReadCommitted(t, env, out) {
+		if n, err := serde.Int64().Deserialize(out, r.Value); err == nil {
+			seen[string(r.Key)] = append(seen[string(r.Key)], n)
+		}
+	}
+	var wrong []string
+	for k, n := range total {
+		s := seen[k]
+		if len(s) == 0 || s[len(s)-1] != n {
+			last := int64(0)
+			if len(s) > 0 {
+				last = s[len(s)-1]
+			}
+			wrong = append(wrong, fmt.Sprintf("%s want %d last %d (%+d, %d outputs)", k, n, last, last-n, len(s)))
+		}
+	}
+	sort.Strings(wrong)
+	t.Logf("diagnosis: %d of %d keys without their final sum: %s", len(wrong), len(total), strings.Join(wrong, "; "))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if admin, err := kafka.NewAdmin(env.Config()); err != nil {
+		t.Logf("diagnosis: admin: %v", err)
+	} else {
+		defer admin.Close()
+		parts := []int32{0, 1, 2, 3, 4, 5}
+		end, err1 := admin.EndOffsets(ctx, in, parts)
+		committed, err2 := admin.CommittedOffsets(ctx, group, in, parts)
+		t.Logf("diagnosis: input end offsets %v (%v), group committed %v (%v)", end, err1, committed, err2)
+		members, err := admin.GroupMembers(ctx, group)
+		for _, m := range members {
+			t.Logf("diagnosis: member %s reported %v assigned %v", m.ID, m.Reported, m.Assigned)
+		}
+		t.Logf("diagnosis: %d group members (%v)", len(members), err)
+	}
+	for i, s := range slots {
+		addr := s.addr()
+		if addr == "" {
+			t.Logf("diagnosis: instance %d down", i)
+			continue
+		}
+		for _, path := range []string{"/readyz", "/progress"} {
+			status, body := churnFetch(addr, path)
+			body = strings.Join(strings.Fields(body), " ")
+			if len(body) > 2000 {
+				body = body[:2000] + "…"
+			}
+			t.Logf("diagnosis: instance %d %s: %d %s", i, path, status, body)
+		}
+	}
+}
+
+// churnFetch gets path from addr, for diagnosis: errors become the body.
+func churnFetch(addr, path string) (int, string) {
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + addr + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
