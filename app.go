@@ -10,6 +10,8 @@ import (
 
 	"github.com/weirstream/weir/continuous"
 	"github.com/weirstream/weir/exactlyonce"
+	"github.com/weirstream/weir/internal/engine/batches"
+	"github.com/weirstream/weir/internal/engine/epochs"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/query"
@@ -192,7 +194,7 @@ func (a *App) runEngine(ctx context.Context, rt *runtime.Runtime, txnID string) 
 		return err
 	}
 	if a.cfg.mode == Continuous {
-		e, err := continuous.New(rt, continuous.Config{
+		e, err := epochs.New(rt, epochs.Config{
 			EpochInterval: a.cfg.epochInterval, OnError: a.cfg.onError, EpochLog: wal,
 			OnProgress: func(p continuous.Progress) { a.progress.Add(p) },
 		})
@@ -212,7 +214,7 @@ func (a *App) runEngine(ctx context.Context, rt *runtime.Runtime, txnID string) 
 			userProgress(p)
 		}
 	}
-	e, err := microbatch.New(rt, wal, mc)
+	e, err := batches.New(rt, wal, mc)
 	if err != nil {
 		return err
 	}

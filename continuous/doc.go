@@ -1,9 +1,11 @@
 // Package continuous is weir's continuous execution mode: every claimed
 // partition is processed record by record in a long-running loop, and every
-// EpochInterval an epoch ends — the producer is flushed and the consumer
-// offsets of everything processed are committed.
+// epoch interval (weir.WithEpochInterval) an epoch ends — the producer is
+// flushed and the consumer offsets of everything processed are committed.
 //
-// Applications select it through the root package:
+// Applications select it through the root package, whose App runs the
+// engine; this package holds what the mode reports: the Progress of each
+// epoch, as the App's /progress endpoint serves it.
 //
 //	app, err := weir.New(topo,
 //		weir.WithBrokers("localhost:9092"),
@@ -32,7 +34,7 @@
 // the epoch and the consumer offsets of its input, with the group metadata
 // of the live member (KIP-447), commit together or not at all. Outputs
 // become visible to read_committed readers at the epoch's commit, about
-// EpochInterval after they were produced. A transaction that fails is
+// an epoch interval after they were produced. A transaction that fails is
 // aborted (or its outcome settled by a new producer epoch), and every task
 // rewinds to the committed offsets, its state restored from the committed
 // changelog: a read_committed reader sees every output once, crash or not.

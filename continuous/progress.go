@@ -5,6 +5,10 @@ import (
 	"time"
 )
 
+// DefaultEpochInterval is the epoch length when none is set
+// (weir.WithEpochInterval).
+const DefaultEpochInterval = 100 * time.Millisecond
+
 // Progress reports one committed epoch that processed records, as
 // microbatch.Progress reports a batch. Epochs without input (the idle ones,
 // ten a second by default) are not reported.
@@ -67,8 +71,8 @@ type Phases struct {
 	EpochLog time.Duration
 }
 
-// phasesValue logs the phases that ran, in milliseconds.
-func phasesValue(p Phases) slog.Value {
+// LogValue logs the phases that ran, in milliseconds.
+func (p Phases) LogValue() slog.Value {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	var attrs []slog.Attr
 	for _, f := range []struct {
@@ -102,6 +106,6 @@ func (p Progress) LogValue() slog.Value {
 		slog.Duration("commit", p.CommitDuration),
 		slog.Duration("paused", p.Phases.Paused),
 		slog.Bool("behind", p.CommittedBehind),
-		slog.Any("phases", phasesValue(p.Phases)),
+		slog.Any("phases", p.Phases),
 	)
 }

@@ -2,7 +2,9 @@
 // Structured Streaming: the input is cut into batches of planned offset
 // ranges, each plan written to a write-ahead log before its batch runs.
 //
-// Applications select it through the root package:
+// Applications select it through the root package, whose App runs the
+// engine; this package holds what its users configure (Config, Trigger)
+// and what the engine hands back (Record, Progress):
 //
 //	app, err := weir.New(topo,
 //		weir.WithBrokers("localhost:9092"),

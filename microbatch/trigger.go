@@ -53,6 +53,16 @@ func (t Trigger) String() string {
 	return "Continuously"
 }
 
+// Interval returns the interval of a ProcessingTime trigger, and 0 for the
+// other triggers. Triggers are comparable: t == Once() tells a Once
+// trigger.
+func (t Trigger) Interval() time.Duration {
+	if t.kind != processingTime {
+		return 0
+	}
+	return t.interval
+}
+
 func (t Trigger) validate() error {
 	if t.kind == processingTime && t.interval < time.Millisecond {
 		return fmt.Errorf("microbatch: processing-time interval %v is below 1ms", t.interval)
@@ -62,6 +72,3 @@ func (t Trigger) validate() error {
 	}
 	return nil
 }
-
-// bounded reports whether the trigger stops by itself.
-func (t Trigger) bounded() bool { return t.kind == once || t.kind == availableNow }

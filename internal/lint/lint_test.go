@@ -213,11 +213,7 @@ func closure(all map[string]pkg, path string) []string {
 // exportedAPIExceptions are the exported declarations known to name an
 // internal package's type, each with why it is still there. A fixed one must
 // leave the list (the test fails on a stale entry).
-var exportedAPIExceptions = map[string]string{
-	"continuous.New": "the engines take *runtime.Runtime: they are run by weir.App, to move under internal/ " +
-		"with the engines' shared driver (issue 20, STYLE §9)",
-	"microbatch.New":       "as continuous.New",
-}
+var exportedAPIExceptions = map[string]string{}
 
 // TestExportedAPI checks STYLE §6: the exported declarations of every public
 // package name no type of an internal package nor of the Kafka client, so a

@@ -1,4 +1,9 @@
-package microbatch
+// Package batches is the micro-batch engine: it runs a topology in batches
+// of planned offset ranges, each plan written to a write-ahead log before
+// its batch runs. Package microbatch documents the mode and holds what its
+// users configure and receive (Config, Trigger, Record, Progress); weir.App
+// runs the engine.
+package batches
 
 import (
 	"context"
@@ -9,69 +14,16 @@ import (
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/microbatch"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/processor"
 )
-
-// Config configures the micro-batch engine.
-type Config struct {
-	// Trigger decides when batches run (default Continuously()).
-	Trigger Trigger
-	// MaxRecordsPerBatch caps the offsets a batch covers, over all the
-	// instance's partitions (0: no cap).
-	MaxRecordsPerBatch int64
-	// MaxBytesPerBatch caps a batch's input bytes (keys and values),
-	// estimated from the average record size of earlier batches (0: no
-	// cap). The first batch of a partition is capped by records only.
-	MaxBytesPerBatch int64
-	// PollInterval is how long an idle engine waits before planning again
-	// (default 100 ms).
-	PollInterval time.Duration
-	// ForEachBatch, if set, receives the records the topology's sinks write
-	// in each batch, instead of Kafka. Repartition and changelog records
-	// still go to Kafka. The batch id and ranges are stable across replays.
-	ForEachBatch func(ctx context.Context, batchID int64, records []Record) error
-	// OnProgress receives each batch's progress report.
-	OnProgress func(Progress)
-	// OnError receives the errors the engine survives (a failed offset
-	// commit, a consumer-group error). If nil they are logged.
-	OnError func(error)
-}
-
-// Validate reports every problem of the configuration at once (an unknown
-// trigger, a ProcessingTime interval below 1 ms, a negative batch limit or
-// poll interval); New runs it, and so does weir.New for WithMicroBatch.
-func (c Config) Validate() error {
-	var errs []error
-	if err := c.Trigger.validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if c.MaxRecordsPerBatch < 0 {
-		errs = append(errs, fmt.Errorf("microbatch: MaxRecordsPerBatch %d is negative (0: no cap)", c.MaxRecordsPerBatch))
-	}
-	if c.MaxBytesPerBatch < 0 {
-		errs = append(errs, fmt.Errorf("microbatch: MaxBytesPerBatch %d is negative (0: no cap)", c.MaxBytesPerBatch))
-	}
-	if c.PollInterval < 0 {
-		errs = append(errs, fmt.Errorf("microbatch: PollInterval %v is negative (0: 100ms)", c.PollInterval))
-	}
-	return errors.Join(errs...)
-}
-
-// Record is a record written by a sink, as ForEachBatch receives it.
-type Record struct {
-	Topic     string
-	Key       []byte
-	Value     []byte
-	Timestamp time.Time
-	Headers   []processor.Header
-}
 
 // Engine runs a topology in micro-batches. Create it with New; Run it once.
 type Engine struct {
 	rt  *runtime.Runtime
 	wal *offsets.WAL
-	cfg Config
+	cfg microbatch.Config
 
 	mu      sync.Mutex
 	sources map[offsets.TopicPartition]*source
@@ -79,7 +31,7 @@ type Engine struct {
 	changed chan struct{} // a source came or its claim ended
 
 	outMu sync.Mutex
-	out   []Record // ForEachBatch records of the running batch
+	out   []microbatch.Record // ForEachBatch records of the running batch
 
 	// Batch loop state, owned by Run's goroutine.
 	next      int64
@@ -89,7 +41,7 @@ type Engine struct {
 }
 
 // New returns an engine for the runtime, logging batches to wal.
-func New(rt *runtime.Runtime, wal *offsets.WAL, cfg Config) (*Engine, error) {
+func New(rt *runtime.Runtime, wal *offsets.WAL, cfg microbatch.Config) (*Engine, error) {
 	if rt == nil || wal == nil {
 		return nil, errors.New("microbatch: nil runtime or write-ahead log")
 	}
@@ -282,12 +234,12 @@ func (e *Engine) session(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if replayed && e.cfg.Trigger.kind == once {
+	if replayed && e.cfg.Trigger == microbatch.Once() {
 		return true, nil // the replayed batch was the one batch
 	}
 	for ctx.Err() == nil {
-		if e.cfg.Trigger.kind == processingTime && !e.lastStart.IsZero() {
-			if d := time.Until(e.lastStart.Add(e.cfg.Trigger.interval)); d > 0 {
+		if interval := e.cfg.Trigger.Interval(); interval > 0 && !e.lastStart.IsZero() {
+			if d := time.Until(e.lastStart.Add(interval)); d > 0 {
 				e.sleep(ctx, d)
 				continue
 			}
@@ -301,7 +253,7 @@ func (e *Engine) session(ctx context.Context) (bool, error) {
 			return false, err
 		}
 		if len(plan.Ranges) == 0 {
-			if e.cfg.Trigger.bounded() && len(srcs) > 0 {
+			if bounded(e.cfg.Trigger) && len(srcs) > 0 {
 				return true, nil // nothing left of what was available
 			}
 			e.wait(ctx, e.cfg.PollInterval)
@@ -313,11 +265,16 @@ func (e *Engine) session(ctx context.Context) (bool, error) {
 			}
 			return false, err
 		}
-		if e.cfg.Trigger.kind == once {
+		if e.cfg.Trigger == microbatch.Once() {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// bounded reports whether the trigger stops by itself.
+func bounded(t microbatch.Trigger) bool {
+	return t == microbatch.Once() || t == microbatch.AvailableNow()
 }
 
 // sleep waits for d or until ctx ends.
@@ -348,12 +305,12 @@ func (e *Engine) collect(_ context.Context, r kafka.Record) error {
 		hs = append(hs, processor.Header{Key: h.Key, Value: h.Value})
 	}
 	e.outMu.Lock()
-	e.out = append(e.out, Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, Headers: hs})
+	e.out = append(e.out, microbatch.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, Headers: hs})
 	e.outMu.Unlock()
 	return nil
 }
 
-func (e *Engine) takeCollected() []Record {
+func (e *Engine) takeCollected() []microbatch.Record {
 	e.outMu.Lock()
 	defer e.outMu.Unlock()
 	out := e.out

@@ -1,8 +1,9 @@
-package continuous
+package epochs
 
 import (
 	"context"
 	"fmt"
+	"github.com/weirstream/weir/continuous"
 	"sync"
 	"time"
 
@@ -32,7 +33,7 @@ type epochWriter struct {
 
 type epochJob struct {
 	epoch    offsets.Epoch
-	progress *Progress // nil: nothing to report
+	progress *continuous.Progress // nil: nothing to report
 }
 
 func newEpochWriter(e *Engine) *epochWriter {

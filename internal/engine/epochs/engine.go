@@ -1,4 +1,8 @@
-package continuous
+// Package epochs is the continuous engine: every claimed partition is
+// processed record by record, and every epoch interval an epoch ends and
+// commits. Package continuous documents the mode and holds what its users
+// receive (Progress); weir.App runs the engine.
+package epochs
 
 import (
 	"context"
@@ -9,14 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weirstream/weir/continuous"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/processor"
 )
-
-// DefaultEpochInterval is the epoch length when none is set.
-const DefaultEpochInterval = 100 * time.Millisecond
 
 // Config configures the continuous engine.
 type Config struct {
@@ -36,7 +38,7 @@ type Config struct {
 	// that processed records, in epoch order. It is called after the
 	// epoch's commit and its epoch log append, while processing goes on:
 	// keep it quick, it delays the reports (and appends) behind it.
-	OnProgress func(Progress)
+	OnProgress func(continuous.Progress)
 }
 
 // Engine runs a topology in continuous mode on the members of a consumer
@@ -97,7 +99,7 @@ func New(rt *runtime.Runtime, cfg Config) (*Engine, error) {
 		return nil, errors.New("continuous: nil runtime")
 	}
 	if cfg.EpochInterval == 0 {
-		cfg.EpochInterval = DefaultEpochInterval
+		cfg.EpochInterval = continuous.DefaultEpochInterval
 	}
 	if cfg.EpochInterval < time.Millisecond {
 		return nil, fmt.Errorf("continuous: epoch interval %v is below 1ms", cfg.EpochInterval)
@@ -443,17 +445,17 @@ func (e *Engine) committed(now time.Time, pos runtime.Positions, took time.Durat
 	rows int64, last time.Time, ph *runtime.Phases, behind bool) error {
 	n := e.epochs.Load()
 	if ph.Paused >= e.cfg.EpochInterval {
-		e.rt.Logger().Info("weir: continuous: epoch end paused processing", "epoch", n, "phases", phasesValue(Phases(*ph)))
+		e.rt.Logger().Info("weir: continuous: epoch end paused processing", "epoch", n, "phases", continuous.Phases(*ph))
 	}
-	var p *Progress
+	var p *continuous.Progress
 	if rows > 0 && e.cfg.OnProgress != nil {
-		p = &Progress{Epoch: n, Timestamp: now, NumInputRows: rows, CommitDuration: took,
-			CommittedBehind: behind, Phases: Phases(*ph)}
+		p = &continuous.Progress{Epoch: n, Timestamp: now, NumInputRows: rows, CommitDuration: took,
+			CommittedBehind: behind, Phases: continuous.Phases(*ph)}
 		if d := now.Sub(last).Seconds(); !last.IsZero() && d > 0 {
 			p.InputRowsPerSecond = float64(rows) / d
 		}
 		for _, o := range epochRecord(0, now, pos).Offsets {
-			p.Partitions = append(p.Partitions, PartitionProgress{Topic: o.Topic, Partition: o.Partition, Next: o.Next})
+			p.Partitions = append(p.Partitions, continuous.PartitionProgress{Topic: o.Topic, Partition: o.Partition, Next: o.Next})
 		}
 	}
 	if e.cfg.EpochLog == nil || len(pos) == 0 {

@@ -1,4 +1,4 @@
-package continuous
+package epochs
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package microbatch
+package batches
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/microbatch"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/statestore"
@@ -37,7 +38,7 @@ func (e *Engine) plan(ctx context.Context, srcs map[offsets.TopicPartition]*sour
 		for _, p := range parts {
 			tp := offsets.TopicPartition{Topic: topic, Partition: p}
 			end := ends[p]
-			if e.cfg.Trigger.kind == availableNow && !internal {
+			if e.cfg.Trigger == microbatch.AvailableNow() && !internal {
 				target, seen := e.targets[tp]
 				if !seen {
 					target = end
@@ -92,7 +93,7 @@ func (e *Engine) plan(ctx context.Context, srcs map[offsets.TopicPartition]*sour
 // runBatch runs batch plan.Batch: WAL, process, flush, commit, WAL.
 func (e *Engine) runBatch(ctx context.Context, plan offsets.Plan, srcs map[offsets.TopicPartition]*source, replay bool) error {
 	start := e.rt.Now()
-	prog := Progress{BatchID: plan.Batch, Timestamp: plan.Timestamp, Trigger: plan.Trigger, Replay: replay}
+	prog := microbatch.Progress{BatchID: plan.Batch, Timestamp: plan.Timestamp, Trigger: plan.Trigger, Replay: replay}
 	t0 := time.Now()
 	if err := e.wal.WritePlan(ctx, plan); err != nil {
 		return err
@@ -104,7 +105,7 @@ func (e *Engine) runBatch(ctx context.Context, plan offsets.Plan, srcs map[offse
 	var procErr error
 	for _, r := range plan.Ranges {
 		s := srcs[r.TopicPartition]
-		sp := SourceProgress{Topic: r.Topic, Partition: r.Partition, StartOffset: r.Start, EndOffset: r.End}
+		sp := microbatch.SourceProgress{Topic: r.Topic, Partition: r.Partition, StartOffset: r.Start, EndOffset: r.End}
 		if s != nil && s.next < r.End {
 			err := e.rt.ReadRange(ctx, r.Topic, r.Partition, s.next, r.End, func(rec kafka.Record) error {
 				if err := s.task.Process(ctx, rec); err != nil {
@@ -266,20 +267,20 @@ func (e *Engine) watermark() time.Time {
 }
 
 // storeSizes counts the rows of each task's key-value stores.
-func (e *Engine) storeSizes() []StoreProgress {
-	var out []StoreProgress
+func (e *Engine) storeSizes() []microbatch.StoreProgress {
+	var out []microbatch.StoreProgress
 	_ = e.rt.Tasks().Each(func(t *processor.Task) error {
 		for _, name := range t.StoreNames() {
 			s, _ := t.Store(name)
 			if kv, ok := s.(statestore.KeyValueStore); ok {
 				if n, err := kv.ApproximateNumEntries(); err == nil {
-					out = append(out, StoreProgress{Name: name, Partition: t.ID().Partition, NumRows: n})
+					out = append(out, microbatch.StoreProgress{Name: name, Partition: t.ID().Partition, NumRows: n})
 				}
 			}
 		}
 		return nil
 	})
-	slices.SortFunc(out, func(a, b StoreProgress) int {
+	slices.SortFunc(out, func(a, b microbatch.StoreProgress) int {
 		if a.Name != b.Name {
 			if a.Name < b.Name {
 				return -1

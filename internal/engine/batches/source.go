@@ -1,4 +1,4 @@
-package microbatch
+package batches
 
 import (
 	"context"

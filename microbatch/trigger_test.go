@@ -1,0 +1,21 @@
+package microbatch_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weirstream/weir/microbatch"
+)
+
+// The engine tells the triggers apart by comparing them and by Interval.
+func TestTriggerIntervalAndComparison(t *testing.T) {
+	require.Equal(t, time.Second, microbatch.ProcessingTime(time.Second).Interval())
+	for _, tr := range []microbatch.Trigger{microbatch.Continuously(), microbatch.Once(), microbatch.AvailableNow(), {}} {
+		require.Zero(t, tr.Interval(), tr.String())
+	}
+	require.Equal(t, microbatch.Continuously(), microbatch.Trigger{}, "the zero trigger is the default")
+	require.True(t, microbatch.Once() == microbatch.Once())
+	require.False(t, microbatch.Once() == microbatch.AvailableNow())
+}
