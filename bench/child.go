@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -95,6 +96,7 @@ func runWeir(ctx context.Context, a childArgs, extra ...weir.Option) error {
 	if err != nil {
 		return err
 	}
+	go writePhases(ctx, app.Metrics(), a.system+"-"+a.workload+"-"+filepath.Base(a.app))
 	return app.Run(ctx)
 }
 

@@ -322,7 +322,11 @@ func (h *harness) startChild(sys, wl, run, in, out string) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(os.Args[0], "-child", sys, "-workload", wl, "-in", in, "-out", out,
+	bin, childSys := os.Args[0], sys
+	if base, ok := strings.CutPrefix(sys, altPrefix); ok { // -alt: the other build's child
+		bin, childSys = altBinary, base
+	}
+	cmd := exec.Command(bin, "-child", childSys, "-workload", wl, "-in", in, "-out", out,
 		"-app", run, "-dir", dir, "-brokers", strings.Join(h.addrs, ","))
 	if isKStreams(sys) {
 		cmd = kstreamsCommand(h.ksJar, sys, wl, strings.Join(h.addrs, ","), in, out, run, dir)

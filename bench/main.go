@@ -16,7 +16,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -59,29 +58,36 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the temporary directory (child logs, state dirs)")
 	outDir := flag.String("results", "results", "directory for latest.md and latency.png")
 	workloads := flag.String("workloads", wlStateless+","+wlWordCount, "throughput workloads to run")
+	prof := profileFlags{
+		cpu:    flag.String("cpuprofile", os.Getenv(envCPUProfile), "directory for a CPU profile of every Go child (also $"+envCPUProfile+")"),
+		block:  flag.String("blockprofile", "", "directory for a block profile of every Go child (one event per 10 µs blocked)"),
+		mutex:  flag.String("mutexprofile", "", "directory for a mutex contention profile of every Go child (1 event in 5)"),
+		trace:  flag.String("trace", "", "directory for an execution trace of every Go child, 5 s from 20 s after its start"),
+		phases: flag.String("phases", "", "directory for every weir child's epoch-end phase times (weir_epoch_phase_seconds)"),
+	}
+	alt := flag.String("alt", "", `another build of this bench (e.g. against the library before a change): the rows named "alt.<weir row>" in -systems run their child from it`)
 	flag.Parse()
+	altBinary = *alt
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	if *child != "" {
-		if d := os.Getenv("WEIR_BENCH_CPUPROFILE"); d != "" {
-			// e.g. WEIR_BENCH_CPUPROFILE=/tmp/prof go run . -quick: one CPU profile per child
-			f, err := os.Create(filepath.Join(d, *child+"-"+*workload+"-"+filepath.Base(*app)+".pprof"))
-			if err == nil && pprof.StartCPUProfile(f) == nil {
-				defer func() { pprof.StopCPUProfile(); f.Close() }()
-			}
-		}
+		stopProfiles := startProfiles(ctx, *child+"-"+*workload+"-"+filepath.Base(*app))
+		defer stopProfiles()
 		err := runChild(ctx, childArgs{system: *child, workload: *workload, in: *in, out: *out,
 			app: *app, dir: *dir, brokers: strings.Split(*brokers, ",")})
 		if err != nil && ctx.Err() == nil {
 			fmt.Fprintln(os.Stderr, *child+":", err)
-			pprof.StopCPUProfile()
+			stopProfiles()
 			os.Exit(1)
 		}
 		return
 	}
 
+	if err := prof.setEnv(); err != nil {
+		fatal(err)
+	}
 	p := params{statelessN: 2_000_000, wordLines: 500_000, latRate: 5000, latDur: 10 * time.Second, runTimeout: 15 * time.Minute}
 	if *quick {
 		p = params{statelessN: 200_000, wordLines: 50_000, latRate: 5000, latDur: 5 * time.Second, runTimeout: 60 * time.Second}
