@@ -243,6 +243,7 @@ func (db *DB) DropPartition(store string, partition int32) error {
 	})
 	if err == nil {
 		err = db.bdb.DropPrefix(partitionPrefix(store, partition))
+		db.cache.clear()
 	}
 	if err != nil {
 		return fmt.Errorf("badgerstore: drop store %q partition %d: %w", store, partition, err)

@@ -51,6 +51,13 @@ type Options struct {
 	// bytes; zero means DefaultMemTableSize. Larger memtables use more
 	// memory and let Apply write larger sets in one transaction.
 	MemTableSize int64
+	// ReadCacheBytes bounds the read cache: the committed values of the
+	// rows that stores' Get read (and the rows they found absent), kept
+	// in memory and updated by every write, so that reading a row again —
+	// a staging overlay reads its base once per key per epoch — costs a
+	// map lookup instead of a Badger read. Zero means
+	// DefaultReadCacheBytes; a negative value turns the cache off.
+	ReadCacheBytes int64
 	// ReadOnly opens the database without writing to it, for offline
 	// inspection; several processes may do so at once, but not while a
 	// process has it open for writing. Writes fail with ErrReadOnly.
@@ -80,6 +87,8 @@ type DB struct {
 
 	storesMu sync.Mutex
 	stores   map[storeID]openStore // the handles Factory.Open gave out
+
+	cache *rowCache // see Options.ReadCacheBytes
 }
 
 // Open opens or creates the database in dir. Opening a directory that holds
@@ -112,6 +121,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		logger:   logger,
 		iters:    make(map[*cursor]struct{}),
 		stores:   make(map[storeID]openStore),
+		cache:    newRowCache(readCacheBytes(opts.ReadCacheBytes)),
 	}, nil
 }
 
@@ -147,6 +157,17 @@ func badgerOptions(dir string, opts Options, logger *slog.Logger) badger.Options
 		WithDetectConflicts(false).
 		// Badger's expvar metrics are process-global; weir reports its own.
 		WithMetricsEnabled(false)
+}
+
+// readCacheBytes is the read cache's bound for Options.ReadCacheBytes n.
+func readCacheBytes(n int64) int64 {
+	switch {
+	case n == 0:
+		return DefaultReadCacheBytes
+	case n < 0:
+		return 0
+	}
+	return n
 }
 
 // formatKey marks a database as this package's.
@@ -272,10 +293,15 @@ func (db *DB) commit(ops []op) error {
 			err = txn.Set(o.key, o.value)
 		}
 		if err != nil {
-			return err
+			return err // nothing written: ErrTxnTooBig, or a bad key
 		}
 	}
-	return txn.Commit()
+	if err := txn.Commit(); err != nil {
+		db.cache.forget(ops)
+		return err
+	}
+	db.cache.wrote(ops)
+	return nil
 }
 
 // writeBatch commits ops, in order, in as many transactions as they need.
@@ -293,8 +319,14 @@ func (db *DB) writeBatch(ops []op) error {
 			err = wb.Set(o.key, o.value)
 		}
 		if err != nil {
+			db.cache.forget(ops) // the batch may have committed some of them
 			return err
 		}
 	}
-	return wb.Flush()
+	if err := wb.Flush(); err != nil {
+		db.cache.forget(ops)
+		return err
+	}
+	db.cache.wrote(ops)
+	return nil
 }

@@ -83,8 +83,16 @@ func (s *storeBase) write(ops ...op) error {
 	return s.wrap(s.db.write(ops))
 }
 
-// get returns a copy of the value of a row, never nil when found.
+// get returns a copy of the value of a row, never nil when found, from
+// the DB's read cache if it holds the row.
 func (s *storeBase) get(key []byte) (value []byte, ok bool, err error) {
+	if s.closed.Load() {
+		return nil, false, statestore.ErrClosed
+	}
+	value, ok, hit, gen := s.db.cache.get(key)
+	if hit {
+		return value, ok, nil
+	}
 	err = s.read(func(txn *badger.Txn) error {
 		item, err := txn.Get(key)
 		if errors.Is(err, badger.ErrKeyNotFound) {
@@ -105,6 +113,7 @@ func (s *storeBase) get(key []byte) (value []byte, ok bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
+	s.db.cache.fill(key, value, ok, gen)
 	return value, ok, nil
 }
 
