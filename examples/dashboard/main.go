@@ -167,7 +167,8 @@ func run(ctx context.Context, o options, ready func(addrs []string)) error {
 }
 
 // waitReady waits until every instance serves HTTP and answers every word
-// of want with its count.
+// of want with its count, and says on /readyz that it is ready (no
+// partition of it still restoring after the last rebalance).
 func waitReady(ctx context.Context, apps []*weir.App, done <-chan error, want map[string]int64) ([]string, error) {
 	deadline := time.After(90 * time.Second)
 	for {
@@ -186,10 +187,25 @@ func waitReady(ctx context.Context, apps []*weir.App, done <-chan error, want ma
 				addrs = append(addrs, a.HTTPAddr())
 			}
 		}
-		if len(addrs) == len(apps) && answers(addrs, want) {
+		if len(addrs) == len(apps) && allReady(addrs) && answers(addrs, want) {
 			return addrs, nil
 		}
 	}
+}
+
+// allReady reports whether every instance answers /readyz with 200.
+func allReady(addrs []string) bool {
+	for _, addr := range addrs {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return false
+		}
+	}
+	return true
 }
 
 func answers(addrs []string, want map[string]int64) bool {
