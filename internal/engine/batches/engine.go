@@ -22,6 +22,7 @@ import (
 // Engine runs a topology in micro-batches. Create it with New; Run it once.
 type Engine struct {
 	rt  *runtime.Runtime
+	drv *runtime.Driver
 	wal *offsets.WAL
 	cfg microbatch.Config
 
@@ -52,7 +53,9 @@ func New(rt *runtime.Runtime, wal *offsets.WAL, cfg microbatch.Config) (*Engine,
 		cfg.PollInterval = 100 * time.Millisecond
 	}
 	return &Engine{
-		rt: rt, wal: wal, cfg: cfg,
+		rt:  rt,
+		drv: runtime.NewDriver(rt, runtime.DriverConfig{Name: "microbatch", LogName: "micro-batch", OnError: cfg.OnError}),
+		wal: wal, cfg: cfg,
 		sources: map[offsets.TopicPartition]*source{},
 		changed: make(chan struct{}, 1),
 		targets: map[offsets.TopicPartition]int64{},
@@ -66,53 +69,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	if e.cfg.ForEachBatch != nil {
 		e.rt.InterceptSinks(e.collect)
 	}
-	if err := e.rt.Prepare(ctx); err != nil {
-		if runtime.Stopped(ctx, err) {
-			return nil
-		}
-		return err
-	}
-	group, err := kafka.NewGroup(e.rt.GroupConfig(e.report))
-	if err != nil {
-		return fmt.Errorf("microbatch: %w", err)
-	}
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := group.Run(runCtx, kafka.HandlerFunc(e.claim)); err != nil {
-			cancel(err)
-		}
-	})
-	loopErr := e.loop(runCtx)
-	e.stop()
-	cancel(nil)
-	wg.Wait()
-	if cause := context.Cause(runCtx); loopErr == nil && cause != nil && !errors.Is(cause, context.Canceled) {
-		loopErr = cause
-	}
-	if loopErr != nil && !runtime.Stopped(ctx, loopErr) {
-		return fmt.Errorf("microbatch: %w", loopErr)
-	}
-	return nil
+	return e.drv.Run(ctx, e)
 }
 
-// claim registers a claimed partition with the batch loop and holds it
-// until the loop has committed its last batch.
-func (e *Engine) claim(ctx context.Context, c kafka.Claim) error {
-	sub, ok := e.rt.Plan().Subtopology[c.Topic()]
-	if !ok {
-		return fmt.Errorf("microbatch: claimed topic %q is not read by the topology", c.Topic())
-	}
-	tasks := e.rt.Tasks()
-	task, err := tasks.Acquire(ctx, processor.TaskID{Subtopology: sub, Partition: c.Partition()}, c.GenerationID())
-	if err != nil {
-		return err
-	}
-	defer tasks.Release(task)
+// Claim registers a claimed partition with the batch loop and holds it
+// until the loop has committed its last batch (runtime.Mode).
+func (e *Engine) Claim(ctx context.Context, c kafka.Claim, task *runtime.Task) error {
 	s := newSource(c, task)
-	e.rt.Track(s.tp, s.next, c.HighWaterMarkOffset())
-	defer e.rt.Untrack(s.tp)
 	if !e.register(s) {
 		return nil
 	}
@@ -124,6 +87,18 @@ func (e *Engine) claim(ctx context.Context, c kafka.Claim) error {
 	}
 	return nil
 }
+
+// Loop runs batches until the trigger is done or ctx ends, then releases
+// every claim (runtime.Mode).
+func (e *Engine) Loop(ctx context.Context) error {
+	err := e.loop(ctx)
+	e.stop()
+	return err
+}
+
+// Finish has nothing to take: every batch ends before the next starts
+// (runtime.Mode).
+func (e *Engine) Finish(context.Context) error { return nil }
 
 func (e *Engine) register(s *source) bool {
 	e.mu.Lock()
@@ -318,10 +293,4 @@ func (e *Engine) takeCollected() []microbatch.Record {
 	return out
 }
 
-func (e *Engine) report(err error) {
-	if e.cfg.OnError != nil {
-		e.cfg.OnError(err)
-		return
-	}
-	e.rt.Logger().Warn("weir: micro-batch", "err", err)
-}
+func (e *Engine) report(err error) { e.drv.Report(err) }

@@ -58,9 +58,8 @@ func TestAtLeastOnceEpochCommitsBehind(t *testing.T) {
 	// producer's retries, and so does the epoch's flush.
 	fault := kfakehook.Cluster(b).Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.NotEnoughReplicas, Count: -1})
 	c := &markingClaim{fakeClaim: fakeClaim{records: make(chan kafka.Record, 4)}}
-	e.session.Store(func() *kafka.Session { var s kafka.Session = c; return &s }())
 	claimed := make(chan error, 1)
-	go func() { claimed <- e.claim(ctx, c) }()
+	go func() { claimed <- e.drv.Claim(ctx, c, e) }()
 	send := func(off int64) {
 		c.records <- kafka.Record{Topic: "in", Partition: 0, Offset: off, Key: []byte("k"), Value: []byte("v"), Timestamp: time.UnixMilli(1)}
 		require.Eventually(t, func() bool { return e.positions()[tp0] == off+1 }, 10*time.Second, time.Millisecond)
@@ -99,7 +98,7 @@ func TestEpochLogFailureSurfacesAtTheNextEpochEnd(t *testing.T) {
 	e, _ := behindEngine(t, wal)
 	c := &markingClaim{fakeClaim: fakeClaim{records: make(chan kafka.Record, 4)}}
 	claimed := make(chan error, 1)
-	go func() { claimed <- e.claim(ctx, c) }()
+	go func() { claimed <- e.drv.Claim(ctx, c, e) }()
 	c.records <- kafka.Record{Topic: "in", Partition: 0, Offset: 0, Key: []byte("k"), Value: []byte("v"), Timestamp: time.UnixMilli(1)}
 	require.Eventually(t, func() bool { return e.positions()[tp0] == 1 }, 10*time.Second, time.Millisecond)
 

@@ -55,7 +55,7 @@ func TestClaimCutOffByTheGroupRewinds(t *testing.T) {
 	claimCtx, cutOff := context.WithCancel(ctx)
 	session := e.rewindSignal()
 	done := make(chan error, 1)
-	go func() { done <- e.claim(claimCtx, c) }()
+	go func() { done <- e.drv.Claim(claimCtx, c, e) }()
 	time.Sleep(500 * time.Millisecond) // the flush is waiting
 	cutOff()                           // what the group does after the rebalance timeout
 	select {

@@ -45,6 +45,7 @@ type Config struct {
 // group. Create it with New; Run it once.
 type Engine struct {
 	rt  *runtime.Runtime
+	drv *runtime.Driver
 	cfg Config
 
 	// barrier separates processing from epoch ends: claims hold it shared
@@ -52,7 +53,6 @@ type Engine struct {
 	// the offsets it commits are exactly those of the records whose outputs
 	// it commits.
 	barrier sync.RWMutex
-	session atomic.Pointer[kafka.Session]
 	epochs  atomic.Int64
 	// rows counts the records processed in the open epoch; lastEnd is
 	// when the previous epoch ended (guarded by the exclusive barrier).
@@ -104,7 +104,11 @@ func New(rt *runtime.Runtime, cfg Config) (*Engine, error) {
 	if cfg.EpochInterval < time.Millisecond {
 		return nil, fmt.Errorf("continuous: epoch interval %v is below 1ms", cfg.EpochInterval)
 	}
-	return &Engine{rt: rt, cfg: cfg, pos: runtime.Positions{}, rewind: make(chan struct{})}, nil
+	return &Engine{
+		rt:  rt,
+		drv: runtime.NewDriver(rt, runtime.DriverConfig{Name: "continuous", LogName: "continuous", OnError: cfg.OnError}),
+		cfg: cfg, pos: runtime.Positions{}, rewind: make(chan struct{}),
+	}, nil
 }
 
 // Epochs returns the number of the last epoch committed (it goes on from
@@ -115,12 +119,6 @@ func (e *Engine) Epochs() int64 { return e.epochs.Load() }
 // is done (a graceful stop: the last epoch is committed) or a fatal error
 // occurs. It returns after every goroutine it started has ended.
 func (e *Engine) Run(ctx context.Context) error {
-	if err := e.rt.Prepare(ctx); err != nil {
-		if runtime.Stopped(ctx, err) {
-			return nil
-		}
-		return err
-	}
 	if e.cfg.EpochLog != nil {
 		last, ok, err := e.cfg.EpochLog.LatestEpoch()
 		if err != nil {
@@ -130,41 +128,23 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.epochs.Store(last.Epoch) // epoch numbers go on across restarts
 		}
 	}
-	group, err := kafka.NewGroup(e.rt.GroupConfig(e.report))
-	if err != nil {
-		return fmt.Errorf("continuous: %w", err)
-	}
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	return e.drv.Run(ctx, e)
+}
 
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := e.coordinate(runCtx); err != nil {
-			cancel(err)
-		}
-	})
-	err = group.Run(runCtx, kafka.HandlerFunc(e.claim))
-	cancel(nil)
-	wg.Wait()
-	// Drain what the last epoch end left running: its epoch log append,
-	// or the error of its commit, is not dropped.
+// Loop ends an epoch every interval until ctx is done (runtime.Mode).
+func (e *Engine) Loop(ctx context.Context) error { return e.coordinate(ctx) }
+
+// Finish drains what the last epoch end left running: its epoch log
+// append, or the error of its commit, is not dropped (runtime.Mode).
+func (e *Engine) Finish(ctx context.Context) error {
 	e.endMu.Lock()
-	_, serr := e.settle(context.WithoutCancel(ctx))
+	defer e.endMu.Unlock()
+	_, err := e.settle(ctx)
 	if e.log != nil {
-		serr = errors.Join(serr, e.log.drain())
+		err = errors.Join(err, e.log.drain())
 		e.log = nil
 	}
-	e.endMu.Unlock()
-	if err == nil {
-		err = serr
-	}
-	if cause := context.Cause(runCtx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
-		err = cause
-	}
-	if err != nil && !runtime.Stopped(ctx, err) {
-		return fmt.Errorf("continuous: %w", err)
-	}
-	return nil
+	return err
 }
 
 // coordinate ends an epoch every interval until ctx is done.
@@ -176,39 +156,25 @@ func (e *Engine) coordinate(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-			s := e.session.Load()
+			s := e.drv.Session()
 			if s == nil {
 				continue
 			}
-			if err := e.endEpoch(ctx, *s, true); err != nil {
+			if err := e.endEpoch(ctx, s, true); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-// claim processes one partition until its claim ends, then ends the epoch so
+// Claim processes one partition until its claim ends, then ends the epoch so
 // that the partition is released with everything processed committed. After
 // an aborted transaction it returns at once instead: that ends the group
 // session, and the claims of the next one start again at the committed
-// offsets, with state restored from the committed changelog.
-func (e *Engine) claim(ctx context.Context, c kafka.Claim) error {
-	var s kafka.Session = c
-	e.session.Store(&s)
-	sub, ok := e.rt.Plan().Subtopology[c.Topic()]
-	if !ok {
-		return fmt.Errorf("continuous: claimed topic %q is not read by the topology", c.Topic())
-	}
-	tasks := e.rt.Tasks()
-	task, err := tasks.Acquire(ctx, processor.TaskID{Subtopology: sub, Partition: c.Partition()}, c.GenerationID())
-	if err != nil {
-		return err
-	}
-	defer tasks.Release(task)
+// offsets, with state restored from the committed changelog (runtime.Mode).
+func (e *Engine) Claim(ctx context.Context, c kafka.Claim, task *runtime.Task) error {
 	tp := offsets.TopicPartition{Topic: c.Topic(), Partition: c.Partition()}
 	defer e.forget(tp)
-	e.rt.Track(tp, c.InitialOffset(), c.HighWaterMarkOffset())
-	defer e.rt.Untrack(tp)
 	rewind := e.rewindSignal()
 	for {
 		select {
@@ -516,10 +482,4 @@ func epochRecord(n int64, at time.Time, pos runtime.Positions) offsets.Epoch {
 	return ep
 }
 
-func (e *Engine) report(err error) {
-	if e.cfg.OnError != nil {
-		e.cfg.OnError(err)
-		return
-	}
-	e.rt.Logger().Warn("weir: continuous", "err", err)
-}
+func (e *Engine) report(err error) { e.drv.Report(err) }

@@ -1,0 +1,84 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/topology"
+)
+
+// scriptedMode is a mode whose loop returns loopErr at once and whose
+// Finish returns finishErr; it records the calls.
+type scriptedMode struct {
+	loopErr, finishErr error
+	calls              []string
+}
+
+func (m *scriptedMode) Claim(context.Context, kafka.Claim, *runtime.Task) error { return nil }
+func (m *scriptedMode) Loop(context.Context) error {
+	m.calls = append(m.calls, "loop")
+	return m.loopErr
+}
+func (m *scriptedMode) Finish(context.Context) error {
+	m.calls = append(m.calls, "finish")
+	return m.finishErr
+}
+
+// The driver runs the mode's loop, then its Finish, and names the engine
+// in the error it returns: the loop's before Finish's. A claim of a topic
+// the topology does not read fails, and what the engine survives goes to
+// OnError.
+func TestDriverRunsTheMode(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+		kafkatest.CreateTopic(t, env, in, 1)
+		kafkatest.CreateTopic(t, env, out, 1)
+		b := topology.NewBuilder()
+		topology.NewStream(b, in, serde.String(), serde.String()).To(out)
+		topo, err := b.Build()
+		require.NoError(t, err)
+		rt, err := runtime.New(runtime.Config{
+			ApplicationID: kafkatest.GroupID(t), Graph: topo.Graph(), Kafka: env.Config(),
+			Logger: slog.New(slog.DiscardHandler), Clock: time.Now, StateDir: t.TempDir(),
+		})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, rt.Close()) }()
+		var reported []error
+		drv := runtime.NewDriver(rt, runtime.DriverConfig{Name: "test", LogName: "test",
+			OnError: func(err error) { reported = append(reported, err) }})
+		ctx := t.Context()
+
+		loopErr, finishErr := errors.New("loop failed"), errors.New("finish failed")
+		m := &scriptedMode{loopErr: loopErr, finishErr: finishErr}
+		err = drv.Run(ctx, m)
+		require.ErrorIs(t, err, loopErr)
+		require.ErrorContains(t, err, "test: loop failed")
+		require.Equal(t, []string{"loop", "finish"}, m.calls)
+
+		m = &scriptedMode{finishErr: finishErr}
+		require.ErrorIs(t, drv.Run(ctx, m), finishErr)
+		require.NoError(t, drv.Run(ctx, &scriptedMode{}), "a loop that is done stops the run")
+
+		require.Nil(t, drv.Session())
+		err = drv.Claim(ctx, otherClaim{}, &scriptedMode{})
+		require.ErrorContains(t, err, `test: claimed topic "other" is not read by the topology`)
+		require.NotNil(t, drv.Session(), "the newest claim's session")
+
+		drv.Report(errors.New("survived"))
+		require.Len(t, reported, 1)
+	})
+}
+
+// otherClaim is a claim of a topic the topology does not read.
+type otherClaim struct{ kafka.Claim }
+
+func (otherClaim) Topic() string { return "other" }
