@@ -12,6 +12,14 @@
 //	go run ./cmd/weir-chaos -long                            # 1,000,000 records, 100 kills per scenario
 //	go run ./cmd/weir-chaos -brokers $KAFKA_BROKERS -nodes scripts/kafka/node.sh   # a KAFKA_NODES=3 cluster, with broker faults
 //	go run ./cmd/weir-chaos -modes continuous -guarantees exactly-once -records 200000 -kills 10 -seed 7
+//	go run ./cmd/weir-chaos -queries -kills 20                  # query availability under kills (issue 24)
+//
+// With -queries the instances serve interactive queries (with standby
+// replicas) while a client asks them every 50 ms, and the events are
+// SIGKILLs 2–5 s apart, under exactly-once, unless -rebalances, -stalls,
+// -faults or -guarantees say otherwise; each scenario then prints two more
+// lines, "queries ...", the availability of owner-only queries and of
+// queries with maxLag.
 package main
 
 import (
@@ -58,9 +66,22 @@ func run() int {
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()%1_000_000), "seed of the input and the events")
 	work := flag.String("workdir", "", "directory for state dirs and child logs (default: a temporary one, removed after a PASS)")
 	quiet := flag.Bool("quiet", false, "no progress lines on stderr")
+	queries := flag.Bool("queries", false, "query scenarios: instances serve queries with standbys, a client asks one every 50 ms; kills only, 2-5 s apart, exactly-once (unless -rebalances, -stalls, -faults, -guarantees are given)")
 	flag.Parse()
 	if *long {
 		*records, *kills, *rebalances, *stalls, *faults = 1_000_000, 100, 10, 3, 20
+	}
+	if *queries {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, v := range map[string]*int{"rebalances": rebalances, "stalls": stalls, "faults": faults} {
+			if !set[name] {
+				*v = 0
+			}
+		}
+		if !set["guarantees"] {
+			*guarantees = "exactly-once"
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -80,6 +101,7 @@ func run() int {
 	base := chaos.Config{
 		Name: "kafka", Exe: []string{exe}, WorkDir: dir, Records: *records, Kills: *kills,
 		Rebalances: *rebalances, Stalls: *stalls, Faults: *faults, Seed: *seed, Gap: *gap, Converge: *converge,
+		Queries: *queries,
 	}
 	if !*quiet {
 		base.Log = os.Stderr
@@ -108,6 +130,9 @@ func run() int {
 			cfg.Mode, cfg.Guarantee = strings.TrimSpace(mode), strings.TrimSpace(g)
 			res := chaos.Run(ctx, cfg)
 			fmt.Println(res)
+			if res.Queries != nil {
+				fmt.Println(res.Queries)
+			}
 			if !res.Pass() {
 				failed = true
 				for _, p := range res.Problems {

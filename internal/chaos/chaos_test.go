@@ -78,3 +78,29 @@ func TestFold(t *testing.T) {
 	a = chaos.Fold(a, chaos.Txn{ID: 7, K: 3, Amount: -2})
 	require.Equal(t, chaos.Agg{Count: 2, Sum: 3, Min: -2, Max: 5, LastK: 3, LastID: 7, Replays: 1}, a)
 }
+
+// A query scenario, small: two kills on kfake while the client asks; every
+// answer is checked, and both kinds of query are asked and mostly
+// answered.
+func TestQuerySmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
+	var log strings.Builder
+	res := chaos.Run(t.Context(), chaos.Config{
+		Name: "query-smoke", Brokers: env.Brokers, Exe: []string{os.Args[0], "-test.run=^$"}, WorkDir: t.TempDir(),
+		Mode: "continuous", Guarantee: "exactly-once", Records: 3000, Kills: 2, Seed: 1, Log: &log, Queries: true,
+	})
+	t.Log(log.String())
+	require.True(t, res.Pass(), "%s\n%s", res, strings.Join(res.Problems, "\n"))
+	require.NotNil(t, res.Queries)
+	t.Log(res.Queries)
+	for _, q := range []chaos.QueryTally{res.Queries.OwnerOnly, res.Queries.Stale} {
+		require.Greater(t, q.Asked, 50)
+		require.Zero(t, q.Inconsistent)
+		require.Zero(t, q.UntrueCauses)
+		require.Positive(t, q.Answered)
+	}
+	require.Positive(t, res.Queries.Stale.Roles["standby"], "maxLag queries are answered by standbys too")
+}

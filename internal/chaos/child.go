@@ -40,6 +40,9 @@ type ChildConfig struct {
 	// MaxRecordsPerBatch bounds a micro-batch (microbatch.Config); the
 	// scenario draws it from its seed.
 	MaxRecordsPerBatch int64 `json:"maxRecordsPerBatch,omitempty"`
+	// HTTP, if set, is the address the instance serves its queries on
+	// (WithHTTP); it then keeps standby replicas too (query scenarios).
+	HTTP string `json:"http,omitempty"`
 }
 
 // IsChild reports whether this process is a chaos child instance (started
@@ -74,6 +77,9 @@ func RunChild() error {
 	}
 	if cfg.Guarantee == weir.ExactlyOnce.String() {
 		opts = append(opts, weir.WithGuarantee(weir.ExactlyOnce))
+	}
+	if cfg.HTTP != "" {
+		opts = append(opts, weir.WithHTTP(cfg.HTTP), weir.WithStandbyReplicas())
 	}
 	if cfg.Mode == weir.MicroBatch.String() {
 		opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: cmp.Or(cfg.MaxRecordsPerBatch, 2000)}))
@@ -187,6 +193,7 @@ func (p *proc) resume() { _ = p.cmd.Process.Signal(syscall.SIGCONT); p.stalled =
 // after it left) and its state dir.
 type member struct {
 	name    string
+	slot    int // index in the scenario's members
 	dir     string
 	dirs    int // state dirs used so far
 	allDirs []string

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/serde"
 	"github.com/weirstream/weir/third_party/kfake"
 )
 
@@ -58,6 +59,11 @@ type Config struct {
 	Converge time.Duration
 	// Log receives progress lines; none if nil.
 	Log io.Writer
+	// Queries makes it a query scenario (query.go): the instances serve
+	// queries with standby replicas, a client asks them every QueryEvery
+	// while the events happen, and each answer is checked against the
+	// read_committed output. Gaps are then drawn between 2 and 5 s.
+	Queries bool
 }
 
 // Result is a scenario's outcome.
@@ -67,6 +73,8 @@ type Result struct {
 	Kills, Rebalances, Stalls, Faults, FaultsInvoked int
 	Elapsed                                          time.Duration
 	Problems                                         []string
+	// Queries is the query client's report (query scenarios only).
+	Queries *QueryReport
 }
 
 // Pass reports whether the scenario passed: nothing lost, every
@@ -109,6 +117,8 @@ type scenario struct {
 	// suite's own idempotent producer wrote 72 inputs twice across a
 	// broker fault once, and the verifier expects each input once.
 	producing sync.RWMutex
+	// q is the query client of a query scenario (nil otherwise).
+	q *queryClient
 }
 
 func (s *scenario) logf(format string, args ...any) {
@@ -180,8 +190,16 @@ func (s *scenario) run(ctx context.Context) error {
 	if err := os.MkdirAll(s.cfg.WorkDir, 0o755); err != nil {
 		return err
 	}
+	if s.cfg.Queries {
+		addrs, err := freeAddrs(3)
+		if err != nil {
+			return err
+		}
+		s.q = newQueryClient(ctx, s.cfg.Seed, addrs)
+		defer s.q.close()
+	}
 	for i := range 3 {
-		m := &member{name: fmt.Sprintf("m%d", i)}
+		m := &member{name: fmt.Sprintf("m%d", i), slot: i}
 		m.newDir(filepath.Join(s.cfg.WorkDir, s.app))
 		s.members = append(s.members, m)
 		if err := s.startMember(m); err != nil {
@@ -191,11 +209,23 @@ func (s *scenario) run(ctx context.Context) error {
 
 	events := s.plan()
 	span := time.Duration(len(events)+1) * s.cfg.Gap
+	stopQueries := func() {}
+	if s.q != nil {
+		span = time.Duration(len(events)+1) * (queryGapMin + queryGapMax) / 2
+		var qctx context.Context
+		qctx, stopQueries = context.WithCancel(ctx)
+		defer stopQueries()
+		s.q.wg.Go(func() { s.q.run(qctx) })
+	}
 	produced := make(chan error, 1)
 	go func() { produced <- s.produce(ctx, inputs, span) }()
 	for _, ev := range events {
-		// Gap on average, between half and one and a half of it.
+		// Gap on average, between half and one and a half of it; 2–5 s
+		// in a query scenario.
 		gap := s.cfg.Gap/2 + time.Duration(s.rng.Int64N(int64(s.cfg.Gap)))
+		if s.q != nil {
+			gap = queryGapMin + time.Duration(s.rng.Int64N(int64(queryGapMax-queryGapMin)))
+		}
 		if err := s.sleep(ctx, gap); err != nil {
 			return err
 		}
@@ -206,6 +236,7 @@ func (s *scenario) run(ctx context.Context) error {
 			return err
 		}
 	}
+	stopQueries() // queries are asked during the events only
 	if err := <-produced; err != nil {
 		return err
 	}
@@ -247,6 +278,31 @@ func (s *scenario) run(ctx context.Context) error {
 		return err
 	}
 	s.res.Duplicates, s.res.Lost, s.res.AggregateMismatches, s.res.DLQ = r.duplicates, r.lost, r.mismatches, r.dlq
+	s.res.Problems = append(s.res.Problems, r.problems...)
+	if s.q != nil {
+		return s.checkQueries(ctx, v)
+	}
+	return nil
+}
+
+// checkQueries checks the query client's answers against the
+// read_committed aggregate topic.
+func (s *scenario) checkQueries(ctx context.Context, v *verifier) error {
+	s.q.close()
+	recs, err := v.read(ctx, s.topics.Agg)
+	if err != nil {
+		return err
+	}
+	committed := map[string][]Agg{}
+	for _, rec := range recs {
+		a, err := serde.JSON[Agg]().Deserialize("", rec.Value)
+		if err != nil {
+			continue // the verifier counted it as a mismatch
+		}
+		committed[string(rec.Key)] = append(committed[string(rec.Key)], a)
+	}
+	var r report
+	s.res.Queries = s.q.check(s.cfg.Mode, committed, &r)
 	s.res.Problems = append(s.res.Problems, r.problems...)
 	return nil
 }
@@ -329,6 +385,9 @@ func (s *scenario) plan() []func(context.Context) error {
 
 func (s *scenario) startMember(m *member) error {
 	cfg := ChildConfig{Brokers: s.cfg.Brokers, App: s.app, StateDir: m.dir, Mode: s.cfg.Mode, Guarantee: s.cfg.Guarantee, Topics: s.topics, MaxRecordsPerBatch: s.batch}
+	if s.q != nil {
+		cfg.HTTP = s.q.addrs[m.slot]
+	}
 	m.starts++
 	if err := os.MkdirAll(filepath.Dir(m.dir), 0o755); err != nil {
 		return err
@@ -338,7 +397,17 @@ func (s *scenario) startMember(m *member) error {
 		return err
 	}
 	m.p = p
+	if s.q != nil {
+		s.q.started(m.slot)
+	}
 	return nil
+}
+
+// down tells the query client that m's instance is about to go.
+func (s *scenario) down(m *member) {
+	if s.q != nil {
+		s.q.killing(m.slot)
+	}
 }
 
 // checkMembers fails the scenario if a child exited on its own.
@@ -373,6 +442,7 @@ func (s *scenario) kill(ctx context.Context) error {
 	if m == nil {
 		return nil
 	}
+	s.down(m)
 	if err := m.p.kill(); err != nil {
 		return err
 	}
@@ -395,6 +465,7 @@ func (s *scenario) leaveAndJoin(ctx context.Context) error {
 	if m == nil {
 		return nil
 	}
+	s.down(m)
 	if err := m.p.stop(60 * time.Second); err != nil {
 		return err
 	}

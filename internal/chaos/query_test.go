@@ -1,0 +1,61 @@
+package chaos
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The query check finds every kind of wrong answer and untrue cause, and
+// only those.
+func TestQueryCheck(t *testing.T) {
+	q := newQueryClient(context.Background(), 1, []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"})
+	defer q.close()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	a1 := Agg{Count: 1, Sum: 5, Min: 5, Max: 5, LastK: 1, LastID: 1}
+	a2 := Agg{Count: 2, Sum: 7, Min: 2, Max: 5, LastK: 2, LastID: 9}
+	committed := map[string][]Agg{"k": {a1, a2}}
+	q.downs[1] = []downSpan{{from: at(1000), until: at(2000)}}
+	ok := func(key string, stale bool, ms int, v Agg, role string) queryAnswer {
+		return queryAnswer{key: key, stale: stale, asked: at(ms), took: 10 * time.Millisecond, status: http.StatusOK, value: v, role: role}
+	}
+	unavailable := func(ms int, cause, owner string) queryAnswer {
+		return queryAnswer{key: "k", asked: at(ms), took: 100 * time.Millisecond, status: http.StatusServiceUnavailable, cause: cause, owner: owner}
+	}
+	q.answers = []queryAnswer{
+		ok("k", false, 0, a2, "active"),
+		ok("k", false, 5, a1, "active"),                         // asked before the first arrived: not ordered
+		ok("k", true, 50, a1, "standby"),                        // stale may be older
+		ok("k", false, 100, a1, "active"),                       // back in time
+		ok("k", false, 200, a2, "standby"),                      // an owner-only query answered by a copy
+		ok("k", true, 300, Agg{Count: 2}, "standby"),            // not committed
+		{key: "k", asked: at(400), status: http.StatusNotFound}, // back in time too
+		{key: "j", asked: at(500), status: http.StatusNotFound}, // a key before its first aggregate
+		{key: "k", asked: at(600)},                              // down
+		unavailable(1500, "unreachable", "127.0.0.1:2"),         // slot 1 was down
+		unavailable(2500, "unreachable", "127.0.0.1:2"),         // it was up again
+		unavailable(2600, "no_address", "127.0.0.1:3"),
+		unavailable(2700, "no_owner", ""),
+	}
+	var r report
+	rep := q.check("continuous", committed, &r)
+	require.Equal(t, QueryTally{
+		Asked: 11, Down: 1, Answered: 4, NotFound: 2,
+		Roles:        map[string]int{"active": 3, "standby": 1},
+		Unavailable:  map[string]int{"unreachable": 2, "no_address": 1, "no_owner": 1},
+		Inconsistent: 3, UntrueCauses: 2,
+	}, rep.OwnerOnly, strings.Join(r.problems, "\n"))
+	require.Equal(t, 1, rep.Stale.Inconsistent, strings.Join(r.problems, "\n"))
+	require.Len(t, r.problems, 6)
+	for i, want := range []string{"went back in time: count 1 after 2", "answered by a \"standby\" copy", "is not one of the key's 2 committed",
+		"went back in time: count 0 after 2", "slot 1 (127.0.0.1:2) was up", "every instance serves HTTP"} {
+		require.Contains(t, r.problems[i], want)
+	}
+	require.InDelta(t, 60, rep.OwnerOnly.Availability(), 0.01)
+	require.Contains(t, rep.String(), "queries mode=continuous query=owner-only asked=11 live=10 answered=6 (60.0%; active 3, standby 1; not_found 2) unavailable=4")
+}
