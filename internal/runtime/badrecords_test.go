@@ -2,7 +2,6 @@ package runtime_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -12,8 +11,6 @@ import (
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/processor"
-	"github.com/weirstream/weir/serde"
-	"github.com/weirstream/weir/topology"
 )
 
 // An output the producer refuses because the run is stopping is not the
@@ -22,21 +19,7 @@ import (
 // the engine, which commits what came before and stops.
 func TestOutputNotSentIsNotABadRecord(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
-		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
-		kafkatest.CreateTopic(t, env, in, 1)
-		kafkatest.CreateTopic(t, env, out, 1)
-		b := topology.NewBuilder()
-		topology.NewStream(b, in, serde.String(), serde.String()).To(out)
-		topo, err := b.Build()
-		require.NoError(t, err)
-
-		rt, err := runtime.New(runtime.Config{
-			ApplicationID: kafkatest.GroupID(t), Graph: topo.Graph(), Kafka: env.Config(),
-			Logger: slog.New(slog.DiscardHandler), BadRecords: runtime.DeadLetter,
-			Clock: time.Now, StateDir: t.TempDir(),
-		})
-		require.NoError(t, err)
-		defer func() { require.NoError(t, rt.Close()) }()
+		rt, in := passThrough(t, env, runtime.DeadLetter)
 		ctx := context.Background()
 		require.NoError(t, rt.Prepare(ctx))
 		task, err := rt.Tasks().Acquire(ctx, processor.TaskID{Subtopology: 0, Partition: 0}, 1)

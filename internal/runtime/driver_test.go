@@ -39,19 +39,7 @@ func (m *scriptedMode) Finish(context.Context) error {
 // OnError.
 func TestDriverRunsTheMode(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
-		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
-		kafkatest.CreateTopic(t, env, in, 1)
-		kafkatest.CreateTopic(t, env, out, 1)
-		b := topology.NewBuilder()
-		topology.NewStream(b, in, serde.String(), serde.String()).To(out)
-		topo, err := b.Build()
-		require.NoError(t, err)
-		rt, err := runtime.New(runtime.Config{
-			ApplicationID: kafkatest.GroupID(t), Graph: topo.Graph(), Kafka: env.Config(),
-			Logger: slog.New(slog.DiscardHandler), Clock: time.Now, StateDir: t.TempDir(),
-		})
-		require.NoError(t, err)
-		defer func() { require.NoError(t, rt.Close()) }()
+		rt, _ := passThrough(t, env, runtime.Fail)
 		var reported []error
 		drv := runtime.NewDriver(rt, runtime.DriverConfig{Name: "test", LogName: "test",
 			OnError: func(err error) { reported = append(reported, err) }})
@@ -59,7 +47,7 @@ func TestDriverRunsTheMode(t *testing.T) {
 
 		loopErr, finishErr := errors.New("loop failed"), errors.New("finish failed")
 		m := &scriptedMode{loopErr: loopErr, finishErr: finishErr}
-		err = drv.Run(ctx, m)
+		err := drv.Run(ctx, m)
 		require.ErrorIs(t, err, loopErr)
 		require.ErrorContains(t, err, "test: loop failed")
 		require.Equal(t, []string{"loop", "finish"}, m.calls)
@@ -76,6 +64,26 @@ func TestDriverRunsTheMode(t *testing.T) {
 		drv.Report(errors.New("survived"))
 		require.Len(t, reported, 1)
 	})
+}
+
+// passThrough returns a runtime of a topology that copies a new topic of
+// one partition (returned) to another, closed when the test ends.
+func passThrough(t *testing.T, env *kafkatest.Env, policy runtime.BadRecordPolicy) (*runtime.Runtime, string) {
+	t.Helper()
+	in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+	kafkatest.CreateTopic(t, env, in, 1)
+	kafkatest.CreateTopic(t, env, out, 1)
+	b := topology.NewBuilder()
+	topology.NewStream(b, in, serde.String(), serde.String()).To(out)
+	topo, err := b.Build()
+	require.NoError(t, err)
+	rt, err := runtime.New(runtime.Config{
+		ApplicationID: kafkatest.GroupID(t), Graph: topo.Graph(), Kafka: env.Config(),
+		Logger: slog.New(slog.DiscardHandler), BadRecords: policy, Clock: time.Now, StateDir: t.TempDir(),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, rt.Close()) })
+	return rt, in
 }
 
 // otherClaim is a claim of a topic the topology does not read.
