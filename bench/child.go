@@ -67,6 +67,11 @@ func weirTopology(a childArgs) (*topology.Topology, error) {
 	return b.Build()
 }
 
+// benchLinger, set at build time (go build -ldflags "-X
+// main.benchLinger=5ms"), gives every weir row WithLinger: a build of it as
+// the -alt binary measures linger.ms against weir's default in one run.
+var benchLinger string
+
 // runWeir runs the weir rows; extra are options of a variant (the
 // "-lz4" rows: WithCompression).
 func runWeir(ctx context.Context, a childArgs, extra ...weir.Option) error {
@@ -82,6 +87,13 @@ func runWeir(ctx context.Context, a childArgs, extra ...weir.Option) error {
 		weir.WithEpochInterval(100 * time.Millisecond),
 	}
 	opts = append(opts, extra...)
+	if benchLinger != "" { // a build for a before/after of linger.ms (see benchLinger)
+		d, err := time.ParseDuration(benchLinger)
+		if err != nil {
+			return fmt.Errorf("benchLinger: %w", err)
+		}
+		opts = append(opts, weir.WithLinger(d))
+	}
 	if cached(a.system) {
 		opts = append(opts, weir.WithCacheMaxBytes(cacheMaxBytes))
 	}
