@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -67,10 +68,15 @@ func weirTopology(a childArgs) (*topology.Topology, error) {
 	return b.Build()
 }
 
-// benchLinger, set at build time (go build -ldflags "-X
-// main.benchLinger=5ms"), gives every weir row WithLinger: a build of it as
-// the -alt binary measures linger.ms against weir's default in one run.
-var benchLinger string
+// benchLinger and benchMaxRecords, set at build time (go build -ldflags
+// "-X main.benchLinger=5ms -X main.benchMaxRecords=200000"), give the
+// continuous-mode weir rows WithLinger and the micro-batch rows another
+// MaxRecordsPerBatch than mbMaxRecords: such a build as the -alt binary
+// measures them against the defaults in one run.
+var benchLinger, benchMaxRecords string
+
+// mbMaxRecords is the micro-batch rows' MaxRecordsPerBatch.
+const mbMaxRecords = 20000
 
 // runWeir runs the weir rows; extra are options of a variant (the
 // "-lz4" rows: WithCompression).
@@ -87,7 +93,7 @@ func runWeir(ctx context.Context, a childArgs, extra ...weir.Option) error {
 		weir.WithEpochInterval(100 * time.Millisecond),
 	}
 	opts = append(opts, extra...)
-	if benchLinger != "" { // a build for a before/after of linger.ms (see benchLinger)
+	if benchLinger != "" && !strings.Contains(a.system, "-mb-") { // see benchLinger
 		d, err := time.ParseDuration(benchLinger)
 		if err != nil {
 			return fmt.Errorf("benchLinger: %w", err)
@@ -97,12 +103,20 @@ func runWeir(ctx context.Context, a childArgs, extra ...weir.Option) error {
 	if cached(a.system) {
 		opts = append(opts, weir.WithCacheMaxBytes(cacheMaxBytes))
 	}
+	maxRecords := int64(mbMaxRecords)
+	if benchMaxRecords != "" { // see benchLinger
+		n, err := strconv.ParseInt(benchMaxRecords, 10, 64)
+		if err != nil {
+			return fmt.Errorf("benchMaxRecords: %w", err)
+		}
+		maxRecords = n
+	}
 	switch a.system {
 	case sysWeirEOS, sysWeirEOSCache:
 		opts = append(opts, weir.WithGuarantee(weir.ExactlyOnce))
 	case sysWeirMB, sysWeirMBCache:
 		opts = append(opts, weir.WithGuarantee(weir.ExactlyOnce),
-			weir.WithMicroBatch(microbatch.Config{Trigger: microbatch.Continuously(), MaxRecordsPerBatch: 20000}))
+			weir.WithMicroBatch(microbatch.Config{Trigger: microbatch.Continuously(), MaxRecordsPerBatch: maxRecords}))
 	}
 	app, err := weir.New(topo, opts...)
 	if err != nil {
