@@ -135,3 +135,45 @@ func BenchmarkFetch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGetHotKeys reads the keys of a word count's store: 1,000 keys,
+// each rewritten by 100 applies (epochs), so the memtables hold 100
+// versions of each — with the read cache off and on.
+func BenchmarkGetHotKeys(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		bytes int64
+	}{{"cache=off", -1}, {"cache=on", 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			db, err := badgerstore.Open(b.TempDir(), badgerstore.Options{ReadCacheBytes: c.bytes})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = db.Close() })
+			s, err := db.Factory().Open(statestore.Spec{Name: "bench", Kind: statestore.KindKeyValue}, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			kv := s.(statestore.KeyValueStore)
+			const keys = 1000
+			changes := make([]badgerstore.Change, keys)
+			for epoch := range uint64(100) {
+				for i := range uint64(keys) {
+					changes[i] = badgerstore.Change{Store: "bench", Kind: statestore.KindKeyValue, Key: benchKey(nil, i), Value: benchKey(nil, epoch)}
+				}
+				if err := db.Apply(changes, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			r := rand.New(rand.NewPCG(1, 2))
+			var buf []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				buf = benchKey(buf, r.Uint64N(keys))
+				if _, ok, err := kv.Get(buf); err != nil || !ok {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+	}
+}
