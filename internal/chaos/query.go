@@ -28,9 +28,10 @@ import (
 // owner-only answers of a key never go back in time (a later-asked answer
 // never has a smaller count, nor is a 404, than one that arrived before
 // it was asked). A 503 must name a true cause where the harness can tell:
-// never no_address (every instance serves HTTP), and unreachable only for
-// an owner whose instance was down (killed, or restarted and not yet
-// listening) while the query was in flight.
+// never no_address (every instance serves HTTP), unreachable only for an
+// owner whose instance was down (killed, or restarted and not yet
+// listening) while the query was in flight, owner_restarted only for an
+// owner whose instance was killed before the reply.
 
 // QueryEvery is the query client's period, QueryMaxLag the bound of its
 // stale queries (changelog records), and QueryTimeout its HTTP timeout.
@@ -386,6 +387,17 @@ func (q *queryClient) untrue(a queryAnswer, slotOf map[string]int) string {
 			}
 		}
 		return fmt.Sprintf("slot %d (%s) was up all the time the query was in flight", i, a.owner)
+	case "owner_restarted":
+		i, ok := slotOf[a.owner]
+		if !ok {
+			return fmt.Sprintf("the owner named, %q, is no instance's address", a.owner)
+		}
+		for _, d := range q.downs[i] {
+			if d.from.Before(a.asked.Add(a.took)) {
+				return ""
+			}
+		}
+		return fmt.Sprintf("slot %d (%s) was never killed before the reply", i, a.owner)
 	}
 	return ""
 }

@@ -112,3 +112,33 @@ func (o *owners) lookup(ctx context.Context, id processor.TaskID, notBefore time
 	own, ok := m[id]
 	return own, ok, nil
 }
+
+// sharing returns another member that the last read listed with own's
+// address: own was replaced by an instance restarted at the same address
+// (a member's address does not change while it is a member).
+func (o *owners) sharing(own Owner) (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for id, a := range o.addrs {
+		if a == own.Addr && id != own.Member && a != "" {
+			return id, true
+		}
+	}
+	return "", false
+}
+
+// addresses returns the distinct addresses of the members the last read
+// listed, as far as known.
+func (o *owners) addresses() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, a := range o.addrs {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	return out
+}

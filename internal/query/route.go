@@ -1,9 +1,11 @@
 package query
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"time"
@@ -37,6 +39,7 @@ const (
 	CauseRestoring      = "restoring"       // assigned to the asked instance, which restores it
 	CauseUnreachable    = "unreachable"     // the owner did not answer
 	CauseMoving         = "moving"          // the owner turned the request away twice
+	CauseOwnerRestarted = "owner_restarted" // the owner is gone; another member, restarted at its address, does not run the partition yet
 	CauseGroupRead      = "group_read_failed"
 	CauseStarting       = "starting"
 )
@@ -82,7 +85,7 @@ func (s *server) open(w http.ResponseWriter, r *http.Request, info runtime.Store
 		}
 		stale = "; " + cerr.Error()
 	}
-	s.elsewhere(w, r, info, p, err, e, stale)
+	s.elsewhere(w, r, info, p, err, e, bound, stale)
 	return nil, runtime.Copy{}, false
 }
 
@@ -90,10 +93,13 @@ func (s *server) open(w http.ResponseWriter, r *http.Request, info runtime.Store
 // (or, within maxLag, has no fresh enough copy of): forwarded to its
 // owner, or refused with the cause. A forward that the owner turns away
 // (421: it no longer runs the partition) or that cannot reach it reads
-// the group again and follows the partition: an unreachable owner once, a
-// partition that moves until RebalanceWait has passed. stale says why the
-// local copy could not serve, if maxLag asked for one.
-func (s *server) elsewhere(w http.ResponseWriter, r *http.Request, info runtime.StoreInfo, p int32, err error, e apiError, stale string) {
+// the group again and follows the partition until RebalanceWait has
+// passed: an owner killed outright stays listed until its session times
+// out, then the partition moves. A query with maxLag (bound >= 0) whose
+// owner cannot answer at once asks the other instances' copies first
+// (copies). stale says why the local copy could not serve, if maxLag
+// asked for one.
+func (s *server) elsewhere(w http.ResponseWriter, r *http.Request, info runtime.StoreInfo, p int32, err error, e apiError, bound int64, stale string) {
 	if !errors.Is(err, runtime.ErrNotOwner) {
 		e.Error = err.Error()
 		writeError(w, http.StatusInternalServerError, e)
@@ -117,7 +123,14 @@ func (s *server) elsewhere(w http.ResponseWriter, r *http.Request, info runtime.
 	deadline := time.Now().Add(RebalanceWait)
 	var notBefore time.Time // the first attempt takes the cached owner
 	var failed *Owner       // the owner that did not answer
+	var forwardErr error    // why
 	for attempt := 0; ; attempt++ {
+		if attempt == 1 && bound >= 0 {
+			if s.copies(w, r, failed) {
+				return
+			}
+			stale += "; no other instance answered from a copy within " + MaxLagParam
+		}
 		// A partition between owners, or an owner the coordinator does
 		// not describe yet, is waited for (reading the group every
 		// refreshEvery) until RebalanceWait has passed.
@@ -156,14 +169,16 @@ func (s *server) elsewhere(w http.ResponseWriter, r *http.Request, info runtime.
 		case own.Addr == "":
 			fail(CauseNoAddress, &own, "query: the owner of partition %d of store %q, member %s, advertises no HTTP address (WithHTTP)", p, name, own.Member)
 			return
+		case failed != nil && *failed == own && !last:
+			continue // still listed: wait for the group to move the partition
 		case failed != nil && *failed == own:
-			fail(CauseUnreachable, &own, "query: owner %s (member %s) of partition %d of store %q is unreachable", own.Addr, own.Member, p, name)
+			fail(CauseUnreachable, &own, "query: owner %s (member %s) of partition %d of store %q is unreachable: %v", own.Addr, own.Member, p, name, forwardErr)
 			return
 		}
 		status, ctype, body, ferr := s.forward(r.Context(), own.Addr, r)
 		switch {
-		case ferr != nil && failed == nil:
-			failed = &own
+		case ferr != nil && !last:
+			failed, forwardErr = &own, ferr
 			continue // it may have left: read the group again
 		case ferr != nil:
 			fail(CauseUnreachable, &own, "query: owner %s (member %s) of partition %d of store %q is unreachable: %v", own.Addr, own.Member, p, name, ferr)
@@ -174,12 +189,40 @@ func (s *server) elsewhere(w http.ResponseWriter, r *http.Request, info runtime.
 			fail(CauseRestoring, &own, "query: the owner of partition %d of store %q, %s (member %s), restores it", p, name, own.Addr, own.Member)
 			return
 		case status == http.StatusMisdirectedRequest:
-			fail(CauseMoving, &own, "query: partition %d of store %q is moving between instances; try again", p, name)
+			if other, ok := s.owners.sharing(own); ok {
+				fail(CauseOwnerRestarted, &own, "query: the owner of partition %d of store %q, member %s, is gone: its address %s is member %s's now, an instance restarted there, which does not run the partition yet (the group moves it when %s's session times out)", p, name, own.Member, own.Addr, other, own.Member)
+				return
+			}
+			fail(CauseMoving, &own, "query: partition %d of store %q is moving between instances: its owner as the group lists it, member %s at %s, turned the request away until the wait ended; try again", p, name, own.Member, own.Addr)
 			return
 		}
 		copyReply(w, status, ctype, body)
 		return
 	}
+}
+
+// copies asks the other instances the group lists (in random order, not
+// this one, nor the owner that did not answer) for r, which carries its
+// maxLag: each answers from its own copy of the partition if that copy
+// lags at most maxLag (a standby's, or the owner's), else turns it away.
+// The first 200 or 404 is the reply; copies reports whether there was
+// one.
+func (s *server) copies(w http.ResponseWriter, r *http.Request, failed *Owner) bool {
+	addrs := s.owners.addresses()
+	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
+	for _, addr := range addrs {
+		if addr == s.cfg.Self || addr == "" || (failed != nil && addr == failed.Addr) {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), RebalanceWait)
+		status, ctype, body, err := s.forward(ctx, addr, r)
+		cancel()
+		if err == nil && (status == http.StatusOK || status == http.StatusNotFound) {
+			copyReply(w, status, ctype, body)
+			return true
+		}
+	}
+	return false
 }
 
 // misdirectedCause is the cause in a 421 reply's body.
