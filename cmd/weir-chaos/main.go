@@ -17,9 +17,9 @@
 // With -queries the instances serve interactive queries (with standby
 // replicas) while a client asks them every 50 ms, and the events are
 // SIGKILLs 2–5 s apart, under exactly-once, unless -rebalances, -stalls,
-// -faults or -guarantees say otherwise; each scenario then prints two more
-// lines, "queries ...", the availability of owner-only queries and of
-// queries with maxLag.
+// -faults or -guarantees say otherwise; each scenario then prints three more
+// lines, "queries ...", the availability of owner-only queries, of queries
+// with maxLag, and of owner-only queries that wait up to 4 s for an owner.
 package main
 
 import (

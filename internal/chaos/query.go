@@ -21,8 +21,10 @@ import (
 // address per member slot, kept across restarts as a deployment's host
 // names are; the only events are SIGKILLs, each followed by a restart, 2–5
 // s apart; and a client asks a random running instance for a random
-// account's aggregate every QueryEvery, alternately owner-only and with
-// ?maxLag=QueryMaxLag (a standby's or a restoring copy may answer). After
+// account's aggregate every QueryEvery, in turn owner-only, with
+// ?maxLag=QueryMaxLag (a standby's or a restoring copy may answer), and
+// owner-only with ?wait=QueryWait (waiting longer for an owner during a
+// rebalance than the default 1.5 s). After
 // the run every answer is checked against the read_committed aggregate
 // topic: a 200's value must be one of the key's committed aggregates, and
 // owner-only answers of a key never go back in time (a later-asked answer
@@ -39,6 +41,7 @@ const (
 	QueryEvery   = 50 * time.Millisecond
 	QueryMaxLag  = 100_000
 	QueryTimeout = 5 * time.Second
+	QueryWait    = 4 * time.Second
 )
 
 // queryGapMin and queryGapMax bound the time between two kills of a query
@@ -62,6 +65,8 @@ type QueryTally struct {
 	// going back in time, an owner-only query answered by a copy) and
 	// 503s naming an untrue cause; each is a problem of the scenario.
 	Inconsistent, UntrueCauses int
+	// Examples holds the first reply's error of each cause.
+	Examples map[string]string
 }
 
 // Live is the number of queries a live instance answered in any way.
@@ -81,21 +86,18 @@ func (t QueryTally) unavailable() int {
 	return n
 }
 
-// QueryReport is the query client's outcome: owner-only queries and
-// queries with maxLag.
+// QueryReport is the query client's outcome: owner-only queries, queries
+// with maxLag, and owner-only queries with ?wait=QueryWait.
 type QueryReport struct {
-	Mode             string
-	OwnerOnly, Stale QueryTally
+	Mode                      string
+	OwnerOnly, Stale, Waiting QueryTally
 }
 
 // String is the report's summary lines, one per kind of query.
 func (q *QueryReport) String() string {
 	var b strings.Builder
-	for i, t := range []QueryTally{q.OwnerOnly, q.Stale} {
-		kind := "owner-only"
-		if i == 1 {
-			kind = fmt.Sprintf("maxLag=%d", QueryMaxLag)
-		}
+	for i, t := range []QueryTally{q.OwnerOnly, q.Stale, q.Waiting} {
+		kind := []string{"owner-only", fmt.Sprintf("maxLag=%d", QueryMaxLag), "owner-only,wait=" + QueryWait.String()}[i]
 		if i > 0 {
 			b.WriteByte('\n')
 		}
@@ -122,6 +124,7 @@ func counts(m map[string]int) string {
 type queryAnswer struct {
 	key    string
 	stale  bool // asked with maxLag
+	wait   bool // asked owner-only with ?wait=QueryWait
 	slot   int
 	asked  time.Time
 	took   time.Duration
@@ -239,7 +242,7 @@ func (q *queryClient) run(ctx context.Context) {
 			q.mu.Unlock()
 			continue
 		}
-		a := queryAnswer{key: KeyName(q.rng.IntN(Keys)), stale: n%2 == 1, slot: up[q.rng.IntN(len(up))], asked: time.Now()}
+		a := queryAnswer{key: KeyName(q.rng.IntN(Keys)), stale: n%3 == 1, wait: n%3 == 2, slot: up[q.rng.IntN(len(up))], asked: time.Now()}
 		q.mu.Unlock()
 		q.wg.Go(func() {
 			q.ask(&a)
@@ -254,8 +257,11 @@ func (q *queryClient) run(ctx context.Context) {
 func (q *queryClient) ask(a *queryAnswer) {
 	defer func() { a.took = time.Since(a.asked) }()
 	u := "http://" + q.addrs[a.slot] + "/stores/" + Store + "/keys/" + url.PathEscape(a.key)
-	if a.stale {
+	switch {
+	case a.stale:
 		u += fmt.Sprintf("?maxLag=%d", QueryMaxLag)
+	case a.wait:
+		u += "?wait=" + QueryWait.String()
 	}
 	resp, err := q.client.Get(u)
 	if err != nil {
@@ -300,8 +306,8 @@ func (q *queryClient) check(mode string, committed map[string][]Agg, r *report) 
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	rep := &QueryReport{Mode: mode}
-	for _, t := range []*QueryTally{&rep.OwnerOnly, &rep.Stale} {
-		t.Roles, t.Unavailable = map[string]int{}, map[string]int{}
+	for _, t := range []*QueryTally{&rep.OwnerOnly, &rep.Stale, &rep.Waiting} {
+		t.Roles, t.Unavailable, t.Examples = map[string]int{}, map[string]int{}, map[string]string{}
 	}
 	slotOf := map[string]int{}
 	for i, a := range q.addrs {
@@ -316,8 +322,11 @@ func (q *queryClient) check(mode string, committed map[string][]Agg, r *report) 
 	last := map[string]seen{} // the newest owner-only answer by key
 	for _, a := range answers {
 		t := &rep.OwnerOnly
-		if a.stale {
+		switch {
+		case a.stale:
 			t = &rep.Stale
+		case a.wait:
+			t = &rep.Waiting
 		}
 		t.Asked++
 		bad := func(format string, args ...any) {
@@ -340,7 +349,9 @@ func (q *queryClient) check(mode string, committed map[string][]Agg, r *report) 
 		case http.StatusNotFound:
 			t.NotFound++
 		case http.StatusServiceUnavailable:
-			t.Unavailable[a.cause]++
+			if t.Unavailable[a.cause]++; t.Unavailable[a.cause] == 1 {
+				t.Examples[a.cause] = a.msg
+			}
 			if why := q.untrue(a, slotOf); why != "" {
 				t.UntrueCauses++
 				r.problem("query %s (maxLag %v, asked %s of slot %d): 503 %s: %s (%s)", a.key, a.stale, a.asked.Format("15:04:05.000"), a.slot, a.cause, why, a.msg)

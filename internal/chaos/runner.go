@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -303,6 +305,11 @@ func (s *scenario) checkQueries(ctx context.Context, v *verifier) error {
 	}
 	var r report
 	s.res.Queries = s.q.check(s.cfg.Mode, committed, &r)
+	for _, t := range []QueryTally{s.res.Queries.OwnerOnly, s.res.Queries.Stale, s.res.Queries.Waiting} {
+		for _, c := range slices.Sorted(maps.Keys(t.Examples)) {
+			s.logf("first 503 %s: %s", c, t.Examples[c])
+		}
+	}
 	s.res.Problems = append(s.res.Problems, r.problems...)
 	return nil
 }

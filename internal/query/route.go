@@ -49,6 +49,27 @@ const (
 // before it answers 503.
 const RebalanceWait = 1500 * time.Millisecond
 
+// WaitParam is the query parameter that sets how long a query may wait
+// for an owner instead of RebalanceWait (a Go duration, at most MaxWait):
+// a client that prefers a late answer to a 503 during a rebalance.
+const WaitParam = "wait"
+
+// MaxWait bounds ?wait=.
+const MaxWait = 30 * time.Second
+
+// ownerWait reads ?wait=: RebalanceWait when absent.
+func ownerWait(r *http.Request) (time.Duration, error) {
+	t := r.URL.Query().Get(WaitParam)
+	if t == "" {
+		return RebalanceWait, nil
+	}
+	d, err := time.ParseDuration(t)
+	if err != nil || d < 0 || d > MaxWait {
+		return 0, fmt.Errorf("query: %s %q is not a duration in [0s, %v]", WaitParam, t, MaxWait)
+	}
+	return d, nil
+}
+
 // maxLag reads ?maxLag=: -1 when absent (the owner only).
 func maxLag(r *http.Request) (int64, error) {
 	t := r.URL.Query().Get(MaxLagParam)
@@ -68,6 +89,9 @@ func maxLag(r *http.Request) (int64, error) {
 // false.
 func (s *server) open(w http.ResponseWriter, r *http.Request, info runtime.StoreInfo, p int32, e apiError) (statestore.Store, runtime.Copy, bool) {
 	bound, err := maxLag(r)
+	if _, werr := ownerWait(r); err == nil && werr != nil {
+		err = werr
+	}
 	if err != nil {
 		e.Error = err.Error()
 		writeError(w, http.StatusBadRequest, e)
@@ -93,8 +117,8 @@ func (s *server) open(w http.ResponseWriter, r *http.Request, info runtime.Store
 // (or, within maxLag, has no fresh enough copy of): forwarded to its
 // owner, or refused with the cause. A forward that the owner turns away
 // (421: it no longer runs the partition) or that cannot reach it reads
-// the group again and follows the partition until RebalanceWait has
-// passed: an owner killed outright stays listed until its session times
+// the group again and follows the partition until RebalanceWait (or the
+// query's ?wait=) has passed: an owner killed outright stays listed until its session times
 // out, then the partition moves. A query with maxLag (bound >= 0) whose
 // owner cannot answer at once asks the other instances' copies first
 // (copies). stale says why the local copy could not serve, if maxLag
@@ -120,7 +144,8 @@ func (s *server) elsewhere(w http.ResponseWriter, r *http.Request, info runtime.
 		return
 	}
 	id := processor.TaskID{Subtopology: info.Subtopology, Partition: p}
-	deadline := time.Now().Add(RebalanceWait)
+	wait, _ := ownerWait(r) // open checked it
+	deadline := time.Now().Add(wait)
 	var notBefore time.Time // the first attempt takes the cached owner
 	var failed *Owner       // the owner that did not answer
 	var forwardErr error    // why

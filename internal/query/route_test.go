@@ -139,3 +139,34 @@ func TestElsewhereNamesAnOwnerReplacedAtItsAddress(t *testing.T) {
 	require.Equal(t, CauseOwnerRestarted, e.Cause, e.Error)
 	require.Contains(t, e.Error, "member killed, is gone: its address "+addr+" is member restarted's now")
 }
+
+// ?wait= sets how long a query waits for an owner: an owner replaced after
+// 2 s answers a query that waits 3 s, not one that waits the default.
+func TestElsewhereWaitsAsLongAsTheQueryAsks(t *testing.T) {
+	var served atomic.Int32
+	next := answering("active", &served)
+	defer next.Close()
+	dead := deadAddr(t)
+	var moved time.Time
+	s := routeServer(func(context.Context) ([]kafka.GroupMember, error) {
+		if time.Now().Before(moved) {
+			return []kafka.GroupMember{{ID: "killed", Data: []byte(dead), Reported: true, Assigned: map[string][]int32{"in": {0}}}}, nil
+		}
+		return []kafka.GroupMember{{ID: "next", Data: []byte(next.Listener.Addr().String()), Reported: true, Assigned: map[string][]int32{"in": {0}}}}, nil
+	})
+	moved = time.Now().Add(2 * time.Second)
+	status, e, _, _ := routeQuery(t, s, "/stores/s/keys/k", -1)
+	require.Equal(t, http.StatusServiceUnavailable, status)
+	require.Equal(t, CauseUnreachable, e.Cause)
+
+	s.owners = &owners{members: s.owners.members, subOf: s.owners.subOf}
+	moved = time.Now().Add(2 * time.Second)
+	status, e, _, took := routeQuery(t, s, "/stores/s/keys/k?wait=3s", -1)
+	require.Equal(t, http.StatusOK, status, e.Error)
+	require.GreaterOrEqual(t, took, 1900*time.Millisecond)
+
+	for _, bad := range []string{"x", "-1s", "31s"} {
+		_, err := ownerWait(httptest.NewRequest(http.MethodGet, "/stores/s/keys/k?wait="+bad, nil))
+		require.ErrorContains(t, err, "query: wait \""+bad+"\" is not a duration in [0s, 30s]")
+	}
+}
