@@ -107,7 +107,7 @@ func (r *Runtime) runStandbys(ctx context.Context) {
 					if !r.standby.follow(sp) {
 						continue
 					}
-					c, err := r.catchUp(ctx, spec, p)
+					c, err := r.catchUp(ctx, spec, p, false)
 					r.standby.done(sp)
 					if err != nil && ctx.Err() == nil {
 						r.log.Warn("weir: standby catch-up failed; retrying", "store", spec.Name, "partition", p, "err", err)

@@ -143,7 +143,7 @@ const restoreBatch = 4096
 // partition (see catchUp) before the task runs on it, and raises the
 // task's writer generation to the newest the changelog holds.
 func (t *Task) restore(ctx context.Context, spec statestore.Spec) error {
-	c, err := t.rt.catchUp(ctx, spec, t.id.Partition)
+	c, err := t.rt.catchUp(ctx, spec, t.id.Partition, true)
 	if err != nil {
 		return fmt.Errorf("runtime: restore %q of task %s: %w", spec.Name, t.id, err)
 	}
@@ -169,16 +169,31 @@ type caughtUp struct {
 // catchUp applies the changelog partition of a store to its Badger rows,
 // from its checkpoint — or, without one, from the changelog's start after
 // wiping whatever the partition held — to the changelog's end, skipping the
-// records of replaced writers (see writer.go). Tasks do it before they run;
-// standbys do it all along for the partitions other instances run.
-func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32) (caughtUp, error) {
+// records of replaced writers (see writer.go). Tasks do it before they run
+// (restore true); standbys do it all along for the partitions other
+// instances run.
+//
+// Under exactly-once a standby reads to the last stable offset: it must
+// not wait for the owner's open transaction. A restore reads to the high
+// watermark instead, waiting until every transaction below it is decided
+// (ReadRange): the previous owner's last transaction may be committed —
+// its input offsets already stable to this member's offset fetch — while
+// its marker has not reached the changelog partition yet, so that its
+// records still sit above the last stable offset. Restored to there, the
+// task would start from those offsets without that transaction's state
+// (the sums of a Reduce would come out short from then on).
+func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32, restore bool) (caughtUp, error) {
 	db := r.db
 	topic := processor.ChangelogTopic(spec.Name).Resolve(r.cfg.ApplicationID)
 	from, ok, err := db.Checkpoint(spec.Name, p)
 	if err != nil {
 		return caughtUp{}, err
 	}
-	ends, err := r.EndOffsets(ctx, topic, []int32{p})
+	end := r.EndOffsets
+	if restore {
+		end = r.admin.EndOffsets
+	}
+	ends, err := end(ctx, topic, []int32{p})
 	if err != nil {
 		return caughtUp{}, err
 	}
