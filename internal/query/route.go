@@ -201,6 +201,15 @@ func (s *server) elsewhere(w http.ResponseWriter, r *http.Request, info runtime.
 			return
 		}
 		status, ctype, body, ferr := s.forward(r.Context(), own.Addr, r)
+		// A 503 from the owner's address is an instance there that is
+		// starting (topics not ready): not the member the group lists,
+		// which ran the partition, but one restarted at its address. It
+		// is turned away like a 421, never passed on as this instance's
+		// cause.
+		starting := status == http.StatusServiceUnavailable
+		if starting {
+			status = http.StatusMisdirectedRequest
+		}
 		switch {
 		case ferr != nil && !last:
 			failed, forwardErr = &own, ferr
@@ -212,6 +221,9 @@ func (s *server) elsewhere(w http.ResponseWriter, r *http.Request, info runtime.
 			continue // it no longer runs the partition: read the group again
 		case status == http.StatusMisdirectedRequest && misdirectedCause(body) == CauseRestoring:
 			fail(CauseRestoring, &own, "query: the owner of partition %d of store %q, %s (member %s), restores it", p, name, own.Addr, own.Member)
+			return
+		case status == http.StatusMisdirectedRequest && starting:
+			fail(CauseOwnerRestarted, &own, "query: the owner of partition %d of store %q, member %s, is gone: the instance at its address %s restarted and is starting (the group moves the partition when %s's session times out)", p, name, own.Member, own.Addr, own.Member)
 			return
 		case status == http.StatusMisdirectedRequest:
 			if other, ok := s.owners.sharing(own); ok {

@@ -170,3 +170,21 @@ func TestElsewhereWaitsAsLongAsTheQueryAsks(t *testing.T) {
 		require.ErrorContains(t, err, "query: wait \""+bad+"\" is not a duration in [0s, 30s]")
 	}
 }
+
+// An instance starting at the owner's address (503, topics not ready) is
+// not the owner the group lists but one restarted there: its 503 is not
+// passed on as the asked instance's own "starting".
+func TestElsewhereDoesNotPassOnAStartingInstancesCause(t *testing.T) {
+	starting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusServiceUnavailable, apiError{Error: "query: starting: topics not ready", Cause: CauseStarting})
+	}))
+	defer starting.Close()
+	addr := starting.Listener.Addr().String()
+	s := routeServer(func(context.Context) ([]kafka.GroupMember, error) {
+		return []kafka.GroupMember{{ID: "killed", Data: []byte(addr), Reported: true, Assigned: map[string][]int32{"in": {0}}}}, nil
+	})
+	status, e, _, _ := routeQuery(t, s, "/stores/s/keys/k?wait=200ms", -1)
+	require.Equal(t, http.StatusServiceUnavailable, status)
+	require.Equal(t, CauseOwnerRestarted, e.Cause, e.Error)
+	require.Contains(t, e.Error, "member killed, is gone: the instance at its address "+addr+" restarted and is starting")
+}
