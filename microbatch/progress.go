@@ -29,7 +29,9 @@ type Progress struct {
 	Watermark time.Time
 	// Sources are the batch's ranges.
 	Sources []SourceProgress
-	// StateStores counts the rows of the key-value stores after the batch.
+	// StateStores counts the rows of the key-value stores: after the batch,
+	// or, if they were counted less than 10 s before, as counted then
+	// (counting walks every row).
 	StateStores []StoreProgress
 }
 

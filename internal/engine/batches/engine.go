@@ -39,6 +39,10 @@ type Engine struct {
 	lastStart time.Time
 	targets   map[offsets.TopicPartition]int64 // AvailableNow: ends at first sight
 	avgSize   float64
+	// sizes are the store row counts of the last progress that counted
+	// them, at sizesAt (storeSizesEvery).
+	sizes   []microbatch.StoreProgress
+	sizesAt time.Time
 }
 
 // New returns an engine for the runtime, logging batches to wal.
