@@ -106,7 +106,8 @@ type Runtime struct {
 	// transaction of the exactly-once engines.
 	output Output
 	// readCommitted restores stores from committed changelog records only.
-	readCommitted bool
+	// Set before Prepare, read by queries too (their server starts first).
+	readCommitted atomic.Bool
 	// txn is the transactional output under exactly-once, nil otherwise.
 	txn *txnOutput
 	// db holds the committed state of every store of every task.
@@ -206,7 +207,7 @@ func (r *Runtime) Plan() *TopicPlan { return r.plan.Load() }
 // Under exactly-once the member reads committed records only.
 func (r *Runtime) GroupConfig(onError func(error)) kafka.GroupConfig {
 	gc := kafka.GroupConfig{
-		Config: r.cfg.Kafka, GroupID: r.cfg.ApplicationID, ReadCommitted: r.readCommitted,
+		Config: r.cfg.Kafka, GroupID: r.cfg.ApplicationID, ReadCommitted: r.readCommitted.Load(),
 		SessionTimeout: r.cfg.SessionTimeout, HeartbeatInterval: r.cfg.HeartbeatInterval,
 		InstanceID: r.cfg.InstanceID, OnError: onError, MemberData: r.memberData,
 		OnAssignment: r.cfg.Hooks.Rebalanced,
@@ -229,7 +230,7 @@ func (r *Runtime) InterceptSinks(fn func(context.Context, kafka.Record) error) {
 // records only. Call it before Prepare.
 func (r *Runtime) UseTransactions(out Output) {
 	r.output = out
-	r.readCommitted = true
+	r.readCommitted.Store(true)
 }
 
 // SetMemberData sets what this member advertises to the group (the
@@ -268,5 +269,5 @@ func (r *Runtime) ApplicationID() string { return r.cfg.ApplicationID }
 // ReadRange reads the records of a partition in [from, to) exactly (see
 // kafka.Admin.ReadRange), read_committed under exactly-once.
 func (r *Runtime) ReadRange(ctx context.Context, topic string, partition int32, from, to int64, fn func(kafka.Record) error) error {
-	return r.admin.ReadRange(ctx, topic, partition, from, to, r.readCommitted, fn)
+	return r.admin.ReadRange(ctx, topic, partition, from, to, r.readCommitted.Load(), fn)
 }

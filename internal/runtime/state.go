@@ -228,7 +228,7 @@ func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32, re
 		return err
 	}
 	n := 0
-	err = r.admin.ReadRange(ctx, topic, p, from.Offset, to, r.readCommitted, func(rec kafka.Record) error {
+	err = r.admin.ReadRange(ctx, topic, p, from.Offset, to, r.readCommitted.Load(), func(rec kafka.Record) error {
 		if filter.keep(rec.Headers) && !IsWriterMarker(rec.Headers) {
 			n++
 			batch = append(batch, badgerstore.Change{Store: spec.Name, Partition: p, Kind: spec.Kind, Key: rec.Key, Value: rec.Value})
@@ -248,7 +248,7 @@ func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32, re
 // stable offset under exactly-once (read_committed), the high watermark
 // otherwise. Restores and micro-batch plans end there.
 func (r *Runtime) EndOffsets(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error) {
-	if r.readCommitted {
+	if r.readCommitted.Load() {
 		return r.admin.StableOffsets(ctx, topic, partitions)
 	}
 	return r.admin.EndOffsets(ctx, topic, partitions)

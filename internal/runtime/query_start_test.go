@@ -1,0 +1,81 @@
+package runtime_test
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/topology"
+)
+
+// The query server is up before the runtime is ready, so queries for a
+// stale copy (QueryCopy) run while the application switches exactly-once
+// on: reading the changelog's end must not race with that switch. Under
+// -race this failed before read_committed was published atomically (a
+// loaded run of the root package's query churn test).
+func TestQueryCopyWhileExactlyOnceIsSwitchedOn(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+		kafkatest.CreateTopic(t, env, in, 1)
+		kafkatest.CreateTopic(t, env, out, 1)
+		b := topology.NewBuilder()
+		topology.NewStream(b, in, serde.String(), serde.String()).
+			GroupByKey().Count(topology.Materialized("counts")).ToStream().To(out)
+		topo, err := b.Build()
+		require.NoError(t, err)
+		ctx := context.Background()
+		appID, dir := kafkatest.GroupID(t), t.TempDir()
+		start := func() *runtime.Runtime {
+			rt, err := runtime.New(runtime.Config{
+				ApplicationID: appID, Graph: topo.Graph(), Kafka: env.Config(),
+				Logger: slog.New(slog.DiscardHandler), Clock: time.Now, StateDir: dir,
+			})
+			require.NoError(t, err)
+			return rt
+		}
+
+		// A first run leaves a checkpointed copy of the store in dir.
+		rt := start()
+		require.NoError(t, rt.Prepare(ctx))
+		id := processor.TaskID{Subtopology: 0, Partition: 0}
+		task, err := rt.Tasks().Acquire(ctx, id, 1)
+		require.NoError(t, err)
+		require.NoError(t, task.Process(ctx, kafka.Record{Topic: in, Key: []byte("k"), Value: []byte("k"), Timestamp: time.UnixMilli(1)}))
+		require.NoError(t, rt.Commit(ctx, runtime.Positions{}, nil))
+		rt.Tasks().Release(task)
+		require.NoError(t, rt.Close())
+
+		rt = start()
+		defer func() { require.NoError(t, rt.Close()) }()
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		copies := 0
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if st, _, err := rt.QueryCopy(ctx, "counts", 0, 1_000_000); err == nil {
+					copies++
+					_ = st.Close()
+				}
+			}
+		})
+		require.NoError(t, rt.EnableExactlyOnce(ctx, appID+"-txn"))
+		time.Sleep(50 * time.Millisecond)
+		close(stop)
+		wg.Wait()
+		require.Positive(t, copies, "the copy was never served")
+	})
+}
