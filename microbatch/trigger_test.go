@@ -16,6 +16,7 @@ func TestTriggerIntervalAndComparison(t *testing.T) {
 		require.Zero(t, tr.Interval(), tr.String())
 	}
 	require.Equal(t, microbatch.Continuously(), microbatch.Trigger{}, "the zero trigger is the default")
-	require.True(t, microbatch.Once() == microbatch.Once())
-	require.False(t, microbatch.Once() == microbatch.AvailableNow())
+	once, again := microbatch.Once(), microbatch.Once()
+	require.True(t, once == again, "two Once triggers are equal")
+	require.False(t, once == microbatch.AvailableNow())
 }
