@@ -13,8 +13,6 @@ import (
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/processor"
-	"github.com/weirstream/weir/serde"
-	"github.com/weirstream/weir/topology"
 )
 
 // The query server is up before the runtime is ready, so queries for a
@@ -24,14 +22,7 @@ import (
 // loaded run of the root package's query churn test).
 func TestQueryCopyWhileExactlyOnceIsSwitchedOn(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
-		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
-		kafkatest.CreateTopic(t, env, in, 1)
-		kafkatest.CreateTopic(t, env, out, 1)
-		b := topology.NewBuilder()
-		topology.NewStream(b, in, serde.String(), serde.String()).
-			GroupByKey().Count(topology.Materialized("counts")).ToStream().To(out)
-		topo, err := b.Build()
-		require.NoError(t, err)
+		topo, in, _ := countTopology(t, env)
 		ctx := context.Background()
 		appID, dir := kafkatest.GroupID(t), t.TempDir()
 		start := func() *runtime.Runtime {

@@ -14,7 +14,6 @@ import (
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/serde"
-	"github.com/weirstream/weir/topology"
 )
 
 // Under exactly-once a restore waits for the changelog's undecided
@@ -33,14 +32,7 @@ import (
 // transaction commits 500 ms later. Counting k once more must give 3.
 func TestRestoreWaitsForTheChangelogsOpenTransaction(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
-		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
-		kafkatest.CreateTopic(t, env, in, 1)
-		kafkatest.CreateTopic(t, env, out, 1)
-		b := topology.NewBuilder()
-		topology.NewStream(b, in, serde.String(), serde.String()).
-			GroupByKey().Count(topology.Materialized("counts")).ToStream().To(out)
-		topo, err := b.Build()
-		require.NoError(t, err)
+		topo, in, out := countTopology(t, env)
 		ctx := context.Background()
 		id := processor.TaskID{Subtopology: 0, Partition: 0}
 		start := func(appID string) *runtime.Runtime {

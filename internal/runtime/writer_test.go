@@ -24,14 +24,7 @@ import (
 // checkpoint that recorded the newer writer generation.
 func TestRestoreSkipsAReplacedWritersLateRecords(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
-		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
-		kafkatest.CreateTopic(t, env, in, 1)
-		kafkatest.CreateTopic(t, env, out, 1)
-		b := topology.NewBuilder()
-		topology.NewStream(b, in, serde.String(), serde.String()).
-			GroupByKey().Count(topology.Materialized("counts")).ToStream().To(out)
-		topo, err := b.Build()
-		require.NoError(t, err)
+		topo, in, out := countTopology(t, env)
 		appID := kafkatest.GroupID(t)
 		ctx := context.Background()
 		id := processor.TaskID{Subtopology: 0, Partition: 0}
@@ -120,4 +113,20 @@ func TestRestoreSkipsAReplacedWritersLateRecords(t *testing.T) {
 		require.Equal(t, []string{"M5", "5", "5", "M7", "5", "7", "5", "M9", "9", "M10", "10", "10"}, writers)
 		leave(c)
 	})
+}
+
+// countTopology creates an input and an output topic of one partition and
+// returns the topology that counts the input's keys into the store
+// "counts" (logged to its changelog) and writes the counts out.
+func countTopology(t *testing.T, env *kafkatest.Env) (topo *topology.Topology, in, out string) {
+	t.Helper()
+	in, out = kafkatest.Topic(t), kafkatest.Topic(t)
+	kafkatest.CreateTopic(t, env, in, 1)
+	kafkatest.CreateTopic(t, env, out, 1)
+	b := topology.NewBuilder()
+	topology.NewStream(b, in, serde.String(), serde.String()).
+		GroupByKey().Count(topology.Materialized("counts")).ToStream().To(out)
+	topo, err := b.Build()
+	require.NoError(t, err)
+	return topo, in, out
 }
