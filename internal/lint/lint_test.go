@@ -44,7 +44,7 @@ var policies = []struct {
 	pkgs:      []string{"processor", "topology", "serde", "statestore", "topologytest"},
 	forbidden: []string{sarama, badger, franz, network, osExec},
 	noClock:   true,
-	why: "the processing core is pure (docs/design.md §1): no Kafka client, no storage engine, no network; " +
+	why: "the processing core is pure (docs/design.md §2): no Kafka client, no storage engine, no network; " +
 		"time comes from records or an injected clock, so a replay and the test driver are exact",
 }, {
 	pkgs:      []string{"statestore"},
@@ -215,7 +215,7 @@ func closure(all map[string]pkg, path string) []string {
 // leave the list (the test fails on a stale entry).
 var exportedAPIExceptions = map[string]string{}
 
-// TestExportedAPI checks STYLE §6: the exported declarations of every public
+// TestExportedAPI checks docs/design.md §11: the exported declarations of every public
 // package name no type of an internal package nor of the Kafka client, so a
 // program outside the module can call all it documents. Values (var and
 // const initializers) may come from internal packages; their declared types
@@ -244,7 +244,7 @@ func TestExportedAPI(t *testing.T) {
 					continue
 				}
 				t.Errorf("%s: the exported %s names a type of an internal package or of sarama: "+
-					"no program outside the module can use it (STYLE §6)", file, name)
+					"no program outside the module can use it (docs/design.md §11)", file, name)
 			}
 		}
 	}
