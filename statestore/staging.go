@@ -24,7 +24,9 @@ import (
 // staged writes: the base never saw them, so nothing is wiped or restored.
 //
 // Interactive queries read Base, never the overlay: the base only holds
-// committed state, so a query never sees an epoch that may still abort.
+// committed state, so a query never sees an epoch that may still abort. An
+// engine that applies committed epochs behind processing freezes them into
+// layers (staging_layers.go); queries then read Committed.
 
 // ErrStagingFull is wrapped by the error a staged store's write returns when
 // the write would take the staged bytes past the overlay's limit. The write
@@ -73,12 +75,27 @@ type Staged interface {
 	// Changes returns the staged writes, each key at most once, in no
 	// particular order. Apply them all, then call Reset.
 	Changes() ([]Change, error)
-	// Commit writes the staged changes to the base through its interface
-	// and clears the overlay.
+	// Commit writes the frozen layers' changes, oldest first, and then
+	// the staged changes to the base through its interface, and clears the
+	// overlay.
 	Commit() error
 	// Reset drops the staged writes: after an abort, or after the engine
-	// applied Changes to the base itself.
+	// applied Changes to the base itself. Frozen layers are kept.
 	Reset()
+	// Freeze ends the staging layer once its epoch committed: its writes
+	// become a frozen layer, read beneath the new staging layer until the
+	// engine has applied the layer's Changes to the base and dropped it
+	// (see Layer). It returns nil if nothing is staged.
+	Freeze() *Layer
+	// Frozen returns how many frozen layers the overlay holds.
+	Frozen() int
+	// Committed returns a read-only view of base — a store of the
+	// overlay's kind over the same rows as the overlay's base, such as a
+	// reader for interactive queries — with the overlay's frozen layers
+	// over it, never its staging layer: the committed state. Writes to it
+	// fail; closing it closes base. Once the overlay is closed the view
+	// reads base alone.
+	Committed(base Store) (Store, error)
 	// StagedBytes returns how many bytes are staged (see the constructors
 	// for how they are counted).
 	StagedBytes() int64
@@ -191,6 +208,10 @@ type staging[B Store] struct {
 	// cutoff is the latest staged ExpireBefore (Unix ms), noCutoff if
 	// none: the base's entries that expire before it are hidden.
 	cutoff int64
+	// frozen holds the committed layers not yet in the base (see Freeze),
+	// shared with the overlay's views; view marks a view (Committed).
+	frozen *frozenStack
+	view   bool
 }
 
 var (
@@ -222,6 +243,7 @@ func (s *staging[B]) init(k *overlayKind[B], base B, limit int64) error {
 		return err
 	}
 	s.k, s.base, s.budget = k, base, budget
+	s.frozen = &frozenStack{}
 	s.reset()
 	return nil
 }
@@ -232,9 +254,10 @@ func (s *staging[B]) Name() string { return s.base.Name() }
 // Kind returns the kind of the overlay and of its base.
 func (s *staging[B]) Kind() Kind { return s.k.layout.kind }
 
-// Close drops the staged writes and closes the base. Later operations, and
-// the Next of open iterators, return ErrClosed. Closing twice is not an
-// error.
+// Close drops the staged writes and the frozen layers, and closes the
+// base. Later operations, and the Next of open iterators, return
+// ErrClosed. Closing twice is not an error. Closing a view (Committed)
+// closes its base only.
 func (s *staging[B]) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -242,6 +265,11 @@ func (s *staging[B]) Close() error {
 		return nil
 	}
 	s.reset()
+	if !s.view {
+		s.frozen.mu.Lock()
+		s.frozen.layers = nil
+		s.frozen.mu.Unlock()
+	}
 	return s.base.Close()
 }
 
@@ -252,6 +280,9 @@ func (s *staging[B]) put(e entry) error {
 	defer s.mu.Unlock()
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	if s.view {
+		return errReadOnly
 	}
 	old, had := s.idx.get(e)
 	if err := s.budget.replace(s.k.layout.size(old, had), s.k.layout.size(e, true)); err != nil {
@@ -267,9 +298,10 @@ func (s *staging[B]) put(e entry) error {
 	return nil
 }
 
-// lookup answers a point read from the staged state, with s.mu held: the
-// staged value of e's identity (a copy), or its absence when a staged delete
-// or a staged ExpireBefore hides it. fromBase says the base must answer.
+// lookup answers a point read from the staged state — the staging layer,
+// then the frozen layers — with rlock held: the staged value of e's
+// identity (a copy), or its absence when a staged delete or a staged
+// ExpireBefore hides it. fromBase says the base must answer.
 func (s *staging[B]) lookup(e entry) (value []byte, ok, fromBase bool, err error) {
 	if s.closed.Load() {
 		return nil, false, false, ErrClosed
@@ -283,7 +315,8 @@ func (s *staging[B]) lookup(e entry) (value []byte, ok, fromBase bool, err error
 	if s.cutoff != noCutoff && s.k.layout.expiresAt(e) < s.cutoff {
 		return nil, false, false, nil
 	}
-	return nil, false, true, nil
+	value, ok, fromBase = s.lookupFrozen(e)
+	return value, ok, fromBase, nil
 }
 
 // expireBefore stages an ExpireBefore(cutoff): the staged entries that
@@ -295,6 +328,9 @@ func (s *staging[B]) expireBefore(cutoff time.Time) error {
 	defer s.mu.Unlock()
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	if s.view {
+		return errReadOnly
 	}
 	s.cutoff = max(s.cutoff, ms)
 	s.idx.expire(ms, func(old entry) {
@@ -322,21 +358,27 @@ func (s *staging[B]) Changes() ([]Change, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	out := make([]Change, 0, s.idx.tree.Len())
-	cur := s.idx.cursor()
+	return s.changesOf(&s.idx, s.cutoff)
+}
+
+// changesOf returns the Changes of one layer: its entries idx and its
+// staged ExpireBefore cutoff.
+func (s *staging[B]) changesOf(idx *indexed, cutoff int64) ([]Change, error) {
+	out := make([]Change, 0, idx.tree.Len())
+	cur := idx.cursor()
 	defer cur.Close()
 	for it, ok := cur.Next(); ok; it, ok = cur.Next() {
 		out = append(out, Change{Key: s.k.layout.encode(it), Value: stagedValue(it)})
 	}
-	if s.cutoff == noCutoff {
+	if cutoff == noCutoff {
 		return out, nil
 	}
 	staged := func(e entry) bool {
-		_, ok := s.idx.get(e)
+		_, ok := idx.get(e)
 		return ok
 	}
 	if scanner, ok := any(s.base).(ExpiryScanner); ok {
-		return appendExpired(out, scanner, s.cutoff, func(enc []byte) (bool, error) {
+		return appendExpired(out, scanner, cutoff, func(enc []byte) (bool, error) {
 			e, err := s.k.layout.decode(enc)
 			return err == nil && staged(e), err
 		})
@@ -345,7 +387,7 @@ func (s *staging[B]) Changes() ([]Change, error) {
 		return nil, fmt.Errorf("statestore: staged %s store %q: base %T cannot list the entries ExpireBefore deletes (no ScanExpired); use Commit: %w",
 			s.k.layout.kind, s.base.Name(), s.base, errors.ErrUnsupported)
 	}
-	return s.k.scanHidden(s.base, s.cutoff, staged, out)
+	return s.k.scanHidden(s.base, cutoff, staged, out)
 }
 
 // appendExpired appends a delete for every key scanner lists for cutoff
@@ -375,29 +417,52 @@ func stagedValue(it entry) []byte {
 	return it.value
 }
 
-// Commit applies a staged ExpireBefore to the base, then writes the staged
-// writes in the store's order, then clears the overlay. If a base call
-// fails, Commit returns its error and keeps the staged state (applying it
-// again is harmless), so the caller may retry.
+// Commit writes every layer to the base, the frozen ones first, oldest
+// first, then the staging layer: for each, it applies a staged ExpireBefore
+// to the base, then writes the staged writes in the store's order. Then it
+// clears the overlay. If a base call fails, Commit returns its error and
+// keeps the layers not yet written whole (applying one again is
+// harmless), so the caller may retry.
 func (s *staging[B]) Commit() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	if s.cutoff != noCutoff { // only window and session stores expire
-		if err := any(s.base).(expiring).ExpireBefore(time.UnixMilli(s.cutoff)); err != nil {
+	if s.view {
+		return errReadOnly
+	}
+	s.frozen.mu.Lock()
+	defer s.frozen.mu.Unlock()
+	for len(s.frozen.layers) > 0 {
+		l := s.frozen.layers[0]
+		if err := s.write(&l.idx, l.cutoff); err != nil {
+			return err
+		}
+		s.frozen.layers = s.frozen.layers[1:]
+	}
+	if err := s.write(&s.idx, s.cutoff); err != nil {
+		return err
+	}
+	s.reset()
+	return nil
+}
+
+// write applies one layer to the base through its interface: its staged
+// ExpireBefore, then its writes in the store's order.
+func (s *staging[B]) write(idx *indexed, cutoff int64) error {
+	if cutoff != noCutoff { // only window and session stores expire
+		if err := any(s.base).(expiring).ExpireBefore(time.UnixMilli(cutoff)); err != nil {
 			return err
 		}
 	}
-	cur := s.idx.cursor()
+	cur := idx.cursor()
 	defer cur.Close()
 	for it, ok := cur.Next(); ok; it, ok = cur.Next() {
 		if err := s.k.write(s.base, it); err != nil {
 			return err
 		}
 	}
-	s.reset()
 	return nil
 }
 

@@ -17,18 +17,18 @@ type mergedIter struct {
 	closed *atomic.Bool // the overlay's
 	cmp    func(a, b entry) int
 
-	// over returns the next staged item in range, deletes included; nil
-	// once the iterator is released.
-	over      func() (entry, bool)
-	overClose func()
+	// overs are the overlay's layers, newest first: the staging layer's
+	// writes, then each frozen layer's (see Freeze). An entry of a newer
+	// layer wins over an older layer's and the base's entry with the same
+	// identity; nil once the iterator is released.
+	overs []overSource
 	// base returns the next base entry in range; nil if there is none.
 	base      func() (entry, bool, error)
 	baseClose func() error
 
-	started        bool
-	overHead       entry
-	overOK, baseOK bool
-	baseHead       entry
+	started  bool
+	baseOK   bool
+	baseHead entry
 
 	item  entry
 	valid bool
@@ -37,6 +37,15 @@ type mergedIter struct {
 	// baseErr is the base's failure, reported by the Next after the one
 	// that read ahead into it, so the entry before it is still yielded.
 	baseErr error
+}
+
+// overSource is one layer's side of a merge: its staged items in range,
+// deletes included, and the head read ahead.
+type overSource struct {
+	next  func() (entry, bool)
+	close func()
+	head  entry
+	ok    bool
 }
 
 var (
@@ -53,28 +62,40 @@ func (m *mergedIter) Next() bool {
 	if m.done {
 		return false
 	}
-	if m.over == nil || m.closed.Load() {
+	if m.overs == nil || m.closed.Load() {
 		m.finish(ErrClosed)
 		return false
 	}
 	if !m.started {
 		m.started = true
-		m.advanceOver()
+		for i := range m.overs {
+			m.advanceOver(i)
+		}
 		m.advanceBase()
 	}
 	if m.baseErr != nil {
 		m.finish(m.baseErr)
 		return false
 	}
-	for m.overOK || m.baseOK {
+	for {
+		// The smallest head of the layers; the newest layer's on a tie.
+		best := -1
+		for i := range m.overs {
+			if m.overs[i].ok && (best < 0 || m.cmp(m.overs[i].head, m.overs[best].head) < 0) {
+				best = i
+			}
+		}
 		c := 0
 		switch {
-		case !m.baseOK:
-			c = -1
-		case !m.overOK:
+		case best < 0 && !m.baseOK:
+			m.finish(nil)
+			return false
+		case best < 0:
 			c = 1
+		case m.baseOK:
+			c = m.cmp(m.overs[best].head, m.baseHead)
 		default:
-			c = m.cmp(m.overHead, m.baseHead)
+			c = -1
 		}
 		if c > 0 {
 			item := m.baseHead
@@ -82,8 +103,12 @@ func (m *mergedIter) Next() bool {
 			m.item, m.valid = item, true
 			return true
 		}
-		item := m.overHead
-		m.advanceOver()
+		item := m.overs[best].head
+		for i := best; i < len(m.overs); i++ { // older layers' entries of the same identity are hidden
+			if m.overs[i].ok && (i == best || m.cmp(m.overs[i].head, item) == 0) {
+				m.advanceOver(i)
+			}
+		}
 		if c == 0 {
 			m.advanceBase()
 		}
@@ -96,12 +121,11 @@ func (m *mergedIter) Next() bool {
 			return true
 		}
 	}
-	m.finish(nil)
-	return false
 }
 
-func (m *mergedIter) advanceOver() {
-	m.overHead, m.overOK = m.over()
+func (m *mergedIter) advanceOver(i int) {
+	o := &m.overs[i]
+	o.head, o.ok = o.next()
 }
 
 // advanceBase reads the base's next entry; a failure ends the base side
@@ -126,12 +150,11 @@ func (m *mergedIter) finish(err error) {
 }
 
 func (m *mergedIter) release() error {
-	m.over = nil
-	m.overOK, m.baseOK = false, false
-	if m.overClose != nil {
-		m.overClose()
-		m.overClose = nil
+	m.baseOK = false
+	for _, o := range m.overs {
+		o.close()
 	}
+	m.overs = nil
 	var err error
 	if m.baseClose != nil {
 		err = m.baseClose()

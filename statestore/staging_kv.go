@@ -35,11 +35,20 @@ func NewStagedKeyValue(base KeyValueStore, limit int64) (*StagedKeyValue, error)
 // queries read. Do not write to it while the overlay is open.
 func (s *StagedKeyValue) Base() KeyValueStore { return s.base }
 
+// Committed returns a read-only view of base with the overlay's frozen
+// layers over it (see Staged.Committed); base must be a KeyValueStore.
+func (s *StagedKeyValue) Committed(base Store) (Store, error) {
+	v := &StagedKeyValue{}
+	if err := s.viewOf(&v.staging, base); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 // Get returns a copy of the staged value of key, or the base's if key has
 // no staged write.
 func (s *StagedKeyValue) Get(key []byte) ([]byte, bool, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.rlock()()
 	if v, ok, fromBase, err := s.lookup(entry{key: key}); !fromBase {
 		return v, ok, err
 	}
@@ -68,8 +77,7 @@ func (s *StagedKeyValue) PrefixScan(prefix []byte) (Iterator, error) {
 }
 
 func (s *StagedKeyValue) iterate(from, to []byte, open, prefix bool) (Iterator, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.rlock()()
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -90,21 +98,20 @@ func (s *StagedKeyValue) iterate(from, to []byte, open, prefix bool) (Iterator, 
 	if len(from) > 0 {
 		seek = &entry{key: bytes.Clone(from)}
 	}
-	over, overClose := treeSource(&s.idx, seek,
-		func(_ *btreeCursor[entry], item entry) (skip, stop bool) {
-			return false, !open && bytes.Compare(item.key, to) >= 0
-		})
-	m := &mergedIter{closed: &s.closed, cmp: kvLayout.cmp, over: over, overClose: overClose}
+	m := &mergedIter{closed: &s.closed, cmp: kvLayout.cmp}
+	s.sources(m, seek, func(_ *btreeCursor[entry], item entry) (skip, stop bool) {
+		return false, !open && bytes.Compare(item.key, to) >= 0
+	})
 	m.base, m.baseClose = baseKV(base)
 	return m, nil
 }
 
 // ApproximateNumEntries returns the base's estimate plus the staged puts
-// minus the staged deletes, at least zero: a staged put of a key the base
-// has, or a staged delete of a key it lacks, makes it inexact.
+// minus the staged deletes of every layer, at least zero: a staged put of
+// a key the base (or an older layer) has, or a staged delete of a key it
+// lacks, makes it inexact.
 func (s *StagedKeyValue) ApproximateNumEntries() (int64, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.rlock()()
 	if s.closed.Load() {
 		return 0, ErrClosed
 	}
@@ -113,6 +120,8 @@ func (s *StagedKeyValue) ApproximateNumEntries() (int64, error) {
 		return 0, err
 	}
 	n += int64(s.puts) - int64(s.idx.tree.Len()-s.puts)
+	puts, dels := s.frozenEntries()
+	n += int64(puts) - int64(dels)
 	return max(n, 0), nil
 }
 

@@ -36,6 +36,16 @@ func NewStagedWindow(base WindowStore, limit int64) (*StagedWindow, error) {
 // queries read. Do not write to it while the overlay is open.
 func (s *StagedWindow) Base() WindowStore { return s.base }
 
+// Committed returns a read-only view of base with the overlay's frozen
+// layers over it (see Staged.Committed); base must be a WindowStore.
+func (s *StagedWindow) Committed(base Store) (Store, error) {
+	v := &StagedWindow{}
+	if err := s.viewOf(&v.staging, base); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 // Put stages the value of key in the window starting at start; a nil value
 // stages a delete. It fails with a *StagingFullError if the write does not
 // fit in the limit.
@@ -47,8 +57,7 @@ func (s *StagedWindow) Put(key []byte, start time.Time, value []byte) error {
 // start, or the base's if the window has no staged write and no staged
 // ExpireBefore hides it.
 func (s *StagedWindow) Get(key []byte, start time.Time) ([]byte, bool, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.rlock()()
 	if v, ok, fromBase, err := s.lookup(entry{key: key, start: start.UnixMilli()}); !fromBase {
 		return v, ok, err
 	}
@@ -68,15 +77,14 @@ func (s *StagedWindow) FetchAll(from, to time.Time) (WindowIterator, error) {
 }
 
 func (s *StagedWindow) iterate(key []byte, all bool, from, to time.Time) (WindowIterator, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.rlock()()
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
 	fromMs, toMs := from.UnixMilli(), to.UnixMilli()
 	m := &mergedIter{closed: &s.closed, cmp: windowLayout.cmp}
 	// The base's windows before the cutoff are hidden: ask from there.
-	if baseFrom := maxMilli(from, s.cutoff); baseFrom.UnixMilli() <= toMs {
+	if baseFrom := s.hiddenFrom(from); baseFrom.UnixMilli() <= toMs {
 		var (
 			base WindowIterator
 			err  error
@@ -96,7 +104,7 @@ func (s *StagedWindow) iterate(key []byte, all bool, from, to time.Time) (Window
 	if !all {
 		seek = &entry{key: key, start: fromMs}
 	}
-	m.over, m.overClose = treeSource(&s.idx, seek,
+	s.sources(m, seek,
 		func(cur *btreeCursor[entry], item entry) (skip, stop bool) {
 			if fromMs > toMs {
 				return false, true
@@ -164,6 +172,16 @@ func NewStagedSession(base SessionStore, limit int64) (*StagedSession, error) {
 // queries read. Do not write to it while the overlay is open.
 func (s *StagedSession) Base() SessionStore { return s.base }
 
+// Committed returns a read-only view of base with the overlay's frozen
+// layers over it (see Staged.Committed); base must be a SessionStore.
+func (s *StagedSession) Committed(base Store) (Store, error) {
+	v := &StagedSession{}
+	if err := s.viewOf(&v.staging, base); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 // Put stages the session [start, end] of key; a nil value stages its
 // removal. A session that ends before it starts is an error wrapping
 // ErrInvalidSession; a write that does not fit in the limit fails with a
@@ -186,13 +204,12 @@ func (s *StagedSession) Remove(key []byte, start, end time.Time) error {
 // earliestEnd and start at or before latestStart, ordered by start (then
 // end), merging the staged writes with the base.
 func (s *StagedSession) FindSessions(key []byte, earliestEnd, latestStart time.Time) (SessionIterator, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.rlock()()
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
 	// The base's sessions that end before the cutoff are hidden.
-	base, err := s.base.FindSessions(key, maxMilli(earliestEnd, s.cutoff), latestStart)
+	base, err := s.base.FindSessions(key, s.hiddenFrom(earliestEnd), latestStart)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +217,7 @@ func (s *StagedSession) FindSessions(key []byte, earliestEnd, latestStart time.T
 	endMs, startMs := earliestEnd.UnixMilli(), latestStart.UnixMilli()
 	m := &mergedIter{closed: &s.closed, cmp: sessionLayout.cmp}
 	m.base, m.baseClose = baseSessions(base)
-	m.over, m.overClose = treeSource(&s.idx,
+	s.sources(m,
 		&entry{key: key, start: math.MinInt64, end: math.MinInt64},
 		func(_ *btreeCursor[entry], item entry) (skip, stop bool) {
 			if !bytes.Equal(item.key, key) || item.start > startMs {

@@ -1,0 +1,278 @@
+package statestore
+
+import (
+	"cmp"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The layer tests drive an overlay as an engine that applies committed
+// epochs behind processing does: an epoch that commits is frozen (Freeze),
+// an aborted one dropped (Reset), and the oldest frozen layer is applied
+// to the base (Changes, then Drop) at random moments. Every read of the
+// overlay must equal the processor's state (current), every read of its
+// committed view the state of the last frozen epoch, and the base after
+// each applied layer the state of that layer's epoch.
+
+// layered is the model of an overlay with frozen layers.
+type layered[M any] struct {
+	t       *testing.T
+	st      Staged
+	clone   func(M) M
+	current M
+	// frozen are the states after each frozen layer not yet applied,
+	// oldest first; committed is the newest frozen state, or the base's.
+	frozen    []M
+	committed M
+	layers    []*Layer
+}
+
+// endEpoch ends an epoch in one of three ways, or applies the oldest layer
+// with apply, and returns the state the base must hold after it (ok true)
+// when a layer was applied.
+func (m *layered[M]) step(r *rand.Rand, apply func(Change)) (base M, applied bool) {
+	switch r.IntN(4) {
+	case 0, 1: // the epoch committed
+		if l := m.st.Freeze(); l != nil {
+			m.layers = append(m.layers, l)
+			m.frozen = append(m.frozen, m.clone(m.current))
+		}
+		m.committed = m.clone(m.current)
+		require.Zero(m.t, m.st.StagedBytes())
+	case 2: // aborted: back to the last committed epoch, frozen layers kept
+		m.st.Reset()
+		m.current = m.clone(m.committed)
+	default:
+		if len(m.layers) == 0 {
+			return base, false
+		}
+		changes, err := m.layers[0].Changes()
+		require.NoError(m.t, err)
+		for _, c := range changes {
+			apply(c)
+		}
+		m.layers[0].Drop()
+		base = m.frozen[0]
+		m.layers, m.frozen = m.layers[1:], m.frozen[1:]
+		require.Equal(m.t, len(m.layers), m.st.Frozen())
+		return base, true
+	}
+	return base, false
+}
+
+func TestStagedKeyValueLayersModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 23))
+	s, err := NewStagedKeyValue(NewInMemoryKeyValue("kv"), 1<<20)
+	require.NoError(t, err)
+	view, err := s.Committed(s.Base())
+	require.NoError(t, err)
+	m := &layered[map[string]string]{t: t, st: s, clone: maps.Clone[map[string]string], current: map[string]string{}, committed: map[string]string{}}
+	all := func(m map[string]string) []kv {
+		var out []kv
+		for _, k := range sortedKeys(m) {
+			out = append(out, kv{k, m[k]})
+		}
+		return out
+	}
+	for step := range 20000 {
+		switch op := r.IntN(100); {
+		case op < 40:
+			k, v := randKey(r), randValue(r)
+			require.NoError(t, s.Put([]byte(k), v))
+			m.current[k] = string(v)
+		case op < 55:
+			k := randKey(r)
+			require.NoError(t, s.Delete([]byte(k)))
+			delete(m.current, k)
+		case op < 65:
+			k := randKey(r)
+			v, ok := getKV(t, s, k)
+			w, wok := m.current[k]
+			require.Equal(t, wok, ok, "step %d key %q", step, k)
+			require.Equal(t, w, v)
+			v, ok = getKV(t, view.(KeyValueStore), k)
+			w, wok = m.committed[k]
+			require.Equal(t, wok, ok, "step %d key %q (committed view)", step, k)
+			require.Equal(t, w, v)
+		case op < 80:
+			require.Equal(t, all(m.current), rangeKV(t, s, nil, nil), "step %d", step)
+			require.Equal(t, all(m.committed), rangeKV(t, view.(KeyValueStore), nil, nil), "step %d (committed view)", step)
+		default:
+			if base, ok := m.step(r, func(c Change) { require.NoError(t, s.Base().Put(c.Key, c.Value)) }); ok {
+				require.Equal(t, all(base), rangeKV(t, s.Base(), nil, nil), "step %d (base)", step)
+			}
+		}
+	}
+	require.Error(t, view.(KeyValueStore).Put([]byte("a"), []byte("b")), "a committed view is read-only")
+}
+
+func TestStagedWindowLayersModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(29, 31))
+	s, err := NewStagedWindow(NewInMemoryWindow("w"), 1<<20)
+	require.NoError(t, err)
+	view, err := s.Committed(s.Base())
+	require.NoError(t, err)
+	m := &layered[map[winID]string]{t: t, st: s, clone: maps.Clone[map[winID]string], current: map[winID]string{}, committed: map[winID]string{}}
+	want := func(m map[winID]string, from, to int64) []win { return wantWindows(m, nil, from, to) }
+	for step := range 8000 {
+		k, start := randKey(r), int64(r.IntN(40))
+		switch op := r.IntN(100); {
+		case op < 40:
+			v := randValue(r)
+			require.NoError(t, s.Put([]byte(k), ms(start), v))
+			m.current[winID{k, start}] = string(v)
+		case op < 50:
+			require.NoError(t, s.Put([]byte(k), ms(start), nil))
+			delete(m.current, winID{k, start})
+		case op < 54:
+			cutoff := int64(r.IntN(30))
+			require.NoError(t, s.ExpireBefore(ms(cutoff)))
+			maps.DeleteFunc(m.current, func(id winID, _ string) bool { return id.start < cutoff })
+		case op < 64:
+			v, ok, err := s.Get([]byte(k), ms(start))
+			require.NoError(t, err)
+			w, wok := m.current[winID{k, start}]
+			require.Equal(t, wok, ok, "step %d", step)
+			require.Equal(t, w, string(v))
+			v, ok, err = view.(WindowStore).Get([]byte(k), ms(start))
+			require.NoError(t, err)
+			w, wok = m.committed[winID{k, start}]
+			require.Equal(t, wok, ok, "step %d (committed view)", step)
+			require.Equal(t, w, string(v))
+		case op < 72:
+			to := start + int64(r.IntN(20)) - 5
+			it, err := s.Fetch([]byte(k), ms(start), ms(to))
+			require.NoError(t, err)
+			require.Equal(t, wantWindows(m.current, &k, start, to), drainWindows(t, it), "step %d", step)
+		case op < 80:
+			to := start + int64(r.IntN(20)) - 5
+			require.Equal(t, want(m.current, start, to), fetchAll(t, s, start, to), "step %d", step)
+			require.Equal(t, want(m.committed, start, to), fetchAll(t, view.(WindowStore), start, to), "step %d (committed view)", step)
+		default:
+			base, ok := m.step(r, func(c Change) {
+				key, start, err := DecodeWindowKey(c.Key)
+				require.NoError(t, err)
+				require.NoError(t, s.Base().Put(key, start, c.Value))
+			})
+			if ok {
+				require.Equal(t, want(base, 0, 100), fetchAll(t, s.Base(), 0, 100), "step %d (base)", step)
+			}
+		}
+	}
+}
+
+func TestStagedSessionLayersModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 41))
+	s, err := NewStagedSession(scanningSessions{NewInMemorySession("s"), modelKeys}, 1<<20)
+	require.NoError(t, err)
+	view, err := s.Committed(s.Base())
+	require.NoError(t, err)
+	m := &layered[map[sessID]string]{t: t, st: s, clone: maps.Clone[map[sessID]string], current: map[sessID]string{}, committed: map[sessID]string{}}
+	for step := range 8000 {
+		k, start := randKey(r), int64(r.IntN(40))
+		end := start + int64(r.IntN(10))
+		switch op := r.IntN(100); {
+		case op < 40:
+			v := randValue(r)
+			require.NoError(t, s.Put([]byte(k), ms(start), ms(end), v))
+			m.current[sessID{k, start, end}] = string(v)
+		case op < 50:
+			require.NoError(t, s.Remove([]byte(k), ms(start), ms(end)))
+			delete(m.current, sessID{k, start, end})
+		case op < 54:
+			cutoff := int64(r.IntN(40))
+			require.NoError(t, s.ExpireBefore(ms(cutoff)))
+			maps.DeleteFunc(m.current, func(id sessID, _ string) bool { return id.end < cutoff })
+		case op < 80:
+			earliestEnd, latestStart := int64(r.IntN(50)), int64(r.IntN(50))
+			it, err := s.FindSessions([]byte(k), ms(earliestEnd), ms(latestStart))
+			require.NoError(t, err)
+			require.Equal(t, wantSessions(m.current, k, earliestEnd, latestStart), drainSessions(t, it), "step %d", step)
+			it, err = view.(SessionStore).FindSessions([]byte(k), ms(earliestEnd), ms(latestStart))
+			require.NoError(t, err)
+			require.Equal(t, wantSessions(m.committed, k, earliestEnd, latestStart), drainSessions(t, it), "step %d (committed view)", step)
+		default:
+			base, ok := m.step(r, func(c Change) {
+				key, start, end, err := DecodeSessionKey(c.Key)
+				require.NoError(t, err)
+				require.NoError(t, s.Base().Put(key, start, end, c.Value))
+			})
+			if ok {
+				for _, k := range modelKeys {
+					require.Equal(t, wantSessions(base, k, -1, 1000), allSessions(t, s.Base(), k), "step %d (base)", step)
+				}
+			}
+		}
+	}
+}
+
+// An abort after a frozen layer drops only the epoch in progress: the
+// frozen layer's writes are committed, and stay readable until the base
+// has them.
+func TestStagedAbortKeepsTheFrozenLayer(t *testing.T) {
+	s, err := NewStagedKeyValue(NewInMemoryKeyValue("kv"), 1<<20)
+	require.NoError(t, err)
+	view, err := s.Committed(s.Base())
+	require.NoError(t, err)
+	require.NoError(t, s.Put([]byte("a"), []byte("1")))
+	l := s.Freeze()
+	require.NotNil(t, l)
+	require.NoError(t, s.Put([]byte("a"), []byte("2")))
+	require.NoError(t, s.Put([]byte("b"), []byte("2")))
+	v, _ := getKV(t, view.(KeyValueStore), "a")
+	require.Equal(t, "1", v, "a query sees the committed layer, not the epoch in progress")
+	_, ok := getKV(t, view.(KeyValueStore), "b")
+	require.False(t, ok)
+
+	s.Reset() // the epoch in progress aborts
+	v, ok = getKV(t, s, "a")
+	require.True(t, ok)
+	require.Equal(t, "1", v, "the abort dropped the frozen layer's write")
+	_, ok = getKV(t, s, "b")
+	require.False(t, ok)
+
+	changes, err := l.Changes()
+	require.NoError(t, err)
+	require.Equal(t, []Change{{Key: []byte("a"), Value: []byte("1")}}, changes)
+	require.NoError(t, s.Base().Put(changes[0].Key, changes[0].Value))
+	l.Drop()
+	require.Zero(t, s.Frozen())
+	v, _ = getKV(t, s, "a")
+	require.Equal(t, "1", v)
+	require.Nil(t, s.Freeze(), "nothing staged")
+}
+
+func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
+
+// wantWindows lists the windows of m with key (every key if nil) whose
+// start is in [from, to], ordered by key, then start.
+func wantWindows(m map[winID]string, key *string, from, to int64) []win {
+	var out []win
+	for id, v := range m {
+		if (key == nil || id.k == *key) && id.start >= from && id.start <= to {
+			out = append(out, win{id.k, id.start, v})
+		}
+	}
+	slices.SortFunc(out, func(a, b win) int {
+		return cmp.Or(strings.Compare(a.k, b.k), cmp.Compare(a.start, b.start))
+	})
+	return out
+}
+
+// wantSessions lists the sessions of key in m that end at or after
+// earliestEnd and start at or before latestStart, by start, then end.
+func wantSessions(m map[sessID]string, key string, earliestEnd, latestStart int64) []sess {
+	var out []sess
+	for id, v := range m {
+		if id.k == key && id.end >= earliestEnd && id.start <= latestStart {
+			out = append(out, sess{id.k, id.start, id.end, v})
+		}
+	}
+	slices.SortFunc(out, func(a, b sess) int { return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end)) })
+	return out
+}
