@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"encoding/binary"
+	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/IBM/sarama"
@@ -41,6 +43,14 @@ const BalanceStrategyName = "weir-copartitioned"
 // the HTTP address interactive queries forward to), which any client reads
 // back with [Admin.GroupMembers].
 //
+// Each assignment the leader hands out carries every member's data as the
+// leader read it for that generation (as Kafka Streams' AssignmentInfo
+// carries every host's endpoint): Apache Kafka describes a rebalancing
+// group's members with their last assignment but without their
+// subscriptions, so the addresses stay readable from the assignments
+// ([GroupMember.Peers]) while the group rebalances — every member of the
+// last completed generation, a newly joined owner too.
+//
 // A copartitionStrategy is stateful (the generation): one per group
 // member, never shared.
 type copartitionStrategy struct {
@@ -48,6 +58,12 @@ type copartitionStrategy struct {
 	memberData []byte
 	onAssign   func(generation int32)
 	generation atomic.Int32
+
+	// peers is the assignment user data of the generation the leader
+	// planned last (encodePeers of every member's data), set by Plan and
+	// read by AssignmentData right after it.
+	mu    sync.Mutex
+	peers []byte
 }
 
 var (
@@ -74,7 +90,9 @@ func (s *copartitionStrategy) SupportedProtocols() []sarama.RebalanceProtocol {
 // Plan implements sarama.BalanceStrategy. It runs on the group leader.
 func (s *copartitionStrategy) Plan(members map[string]sarama.ConsumerGroupMemberMetadata, topics map[string][]int32) (sarama.BalanceStrategyPlan, error) {
 	in := make(map[string]planMember, len(members))
+	peers := make(map[string][]byte, len(members))
 	for id, meta := range members {
+		peers[id] = decodeMemberData(meta.UserData)
 		pm := planMember{
 			topics:     meta.Topics,
 			owned:      make(map[string][]int32, len(meta.OwnedPartitions)),
@@ -90,6 +108,9 @@ func (s *copartitionStrategy) Plan(members map[string]sarama.ConsumerGroupMember
 		}
 		in[id] = pm
 	}
+	s.mu.Lock()
+	s.peers = encodePeers(peers)
+	s.mu.Unlock()
 	plan := sarama.BalanceStrategyPlan{}
 	for id, byTopic := range computePlan(s.sets, in, topics) {
 		for t, ps := range byTopic {
@@ -99,10 +120,13 @@ func (s *copartitionStrategy) Plan(members map[string]sarama.ConsumerGroupMember
 	return plan, nil
 }
 
-// AssignmentData implements sarama.BalanceStrategy; assignments carry no
-// user data.
+// AssignmentData implements sarama.BalanceStrategy: every assignment of
+// the generation Plan just planned carries the data of all its members
+// (encodePeers).
 func (s *copartitionStrategy) AssignmentData(string, map[string][]int32, int32) ([]byte, error) {
-	return nil, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peers, nil
 }
 
 // SubscriptionUserData implements sarama.SubscriptionUserDataBalanceStrategy.
@@ -145,4 +169,61 @@ func decodeUserData(b []byte) int32 {
 		return -1
 	}
 	return int32(binary.BigEndian.Uint32(b[1:5]))
+}
+
+// peersVersion prefixes the assignment user data: version byte, then per
+// member (sorted by id) its id and its data, each as a uvarint length and
+// the bytes.
+const peersVersion = 1
+
+// encodePeers encodes the member data of a generation's members, by id.
+func encodePeers(peers map[string][]byte) []byte {
+	ids := make([]string, 0, len(peers))
+	for id := range peers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	b := []byte{peersVersion}
+	for _, id := range ids {
+		b = binary.AppendUvarint(b, uint64(len(id)))
+		b = append(b, id...)
+		b = binary.AppendUvarint(b, uint64(len(peers[id])))
+		b = append(b, peers[id]...)
+	}
+	return b
+}
+
+// decodePeers returns the member data by member id that assignment user
+// data carries; nil for data it does not know (another assignor's, an
+// older weir's, or truncated).
+func decodePeers(b []byte) map[string][]byte {
+	if len(b) == 0 || b[0] != peersVersion {
+		return nil
+	}
+	b = b[1:]
+	out := map[string][]byte{}
+	next := func() ([]byte, bool) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return nil, false
+		}
+		v := b[k : k+int(n)]
+		b = b[k+int(n):]
+		return v, true
+	}
+	for len(b) > 0 {
+		id, ok := next()
+		if !ok {
+			return nil
+		}
+		data, ok := next()
+		if !ok {
+			return nil
+		}
+		if len(data) == 0 {
+			data = nil
+		}
+		out[string(id)] = data
+	}
+	return out
 }

@@ -24,6 +24,12 @@ type GroupMember struct {
 	// Data is unknown, not empty.
 	Reported bool
 	Assigned map[string][]int32
+	// Peers is the data of every member of the generation the member's
+	// assignment is of, by member id, as the leader's assignor read their
+	// subscriptions and wrote them into each assignment; nil if the
+	// assignment carries none (an empty one, or none described). It stays
+	// readable while the group rebalances, when Data does not.
+	Peers map[string][]byte
 }
 
 // GroupMembers describes the members of a weir consumer group (one whose
@@ -65,6 +71,7 @@ func (a *Admin) GroupMembers(ctx context.Context, group string) ([]GroupMember, 
 			return nil, fmt.Errorf("kafka: group %q member %q: assignment: %w", group, id, err)
 		}
 		if as != nil {
+			gm.Peers = decodePeers(as.UserData)
 			for t, ps := range as.Topics {
 				gm.Assigned[t] = slices.Clone(ps)
 			}

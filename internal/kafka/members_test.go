@@ -12,8 +12,9 @@ import (
 )
 
 // Members advertise their data in their subscription; any admin client
-// reads it back with the members' assignments, and OnAssignment sees each
-// assignment's generation.
+// reads it back with the members' assignments (each of which carries
+// every member's data), and OnAssignment sees each assignment's
+// generation.
 func TestGroupMembersAdvertiseData(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		topic, group := kafkatest.Topic(t), kafkatest.GroupID(t)
@@ -48,6 +49,10 @@ func TestGroupMembersAdvertiseData(t *testing.T) {
 			byData := map[string]int{}
 			for _, m := range ms {
 				byData[string(m.Data)] = len(m.Assigned[topic])
+				// every assignment carries both members' data
+				if len(m.Peers) != 2 || string(m.Peers[ms[0].ID]) != string(ms[0].Data) || string(m.Peers[ms[1].ID]) != string(ms[1].Data) {
+					return false
+				}
 			}
 			return byData["10.0.0.1:8080"] == 2 && byData["10.0.0.2:8080"] == 2
 		}, waitFor, 50*time.Millisecond, "both members with their data and two partitions each")

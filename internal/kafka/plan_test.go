@@ -378,3 +378,26 @@ func TestStrategyPlanReadsSubscriptions(t *testing.T) {
 	require.Equal(t, plan["old"]["a"], plan["old"]["b"])
 	require.Empty(t, plan["new"])
 }
+
+// Every assignment the leader hands out carries every member's data of
+// the generation, so that a member's address stays readable from the
+// assignments while the group rebalances (issue 24).
+func TestStrategyAssignmentsCarryEveryMembersData(t *testing.T) {
+	s := newCopartitionStrategy(nil, nil, nil)
+	members := map[string]sarama.ConsumerGroupMemberMetadata{
+		"a":    {Version: 1, Topics: []string{"t"}, UserData: encodeUserData(3, []byte("10.0.0.1:80"))},
+		"b":    {Version: 1, Topics: []string{"t"}, UserData: encodeUserData(-1, []byte("10.0.0.2:80"))},
+		"bare": {Version: 1, Topics: []string{"t"}, UserData: encodeUserData(-1, nil)},
+	}
+	plan, err := s.Plan(members, map[string][]int32{"t": {0, 1, 2}})
+	require.NoError(t, err)
+	want := map[string][]byte{"a": []byte("10.0.0.1:80"), "b": []byte("10.0.0.2:80"), "bare": nil}
+	for id, topics := range plan {
+		ud, err := s.AssignmentData(id, topics, 4)
+		require.NoError(t, err)
+		require.Equal(t, want, decodePeers(ud), id)
+	}
+	require.Nil(t, decodePeers(nil))
+	require.Nil(t, decodePeers([]byte{9, 1, 'a', 0}), "unknown version")
+	require.Nil(t, decodePeers(encodePeers(want)[:5]), "truncated")
+}

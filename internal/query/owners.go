@@ -35,7 +35,11 @@ type Members func(ctx context.Context) ([]kafka.GroupMember, error)
 // assignment they still run but without their subscriptions. A member's
 // address does not change while it is a member, so owners remembers the
 // address of every member from the reads that reported it, and uses it
-// when a later read does not (issue 24: such owners looked address-less).
+// when a later read does not (issue 24: such owners looked address-less);
+// a member no read reported is looked up in the addresses the
+// assignments carry (kafka.GroupMember.Peers: the leader writes every
+// member's into each assignment), so an owner that joined in a rebalance
+// the group has not left since has a known address too.
 // kfake describes them without assignment either: a member still listed
 // keeps the tasks it ran until a read reports its new assignment.
 type owners struct {
@@ -72,11 +76,22 @@ func (o *owners) lookup(ctx context.Context, id processor.TaskID, notBefore time
 		return Owner{}, false, fmt.Errorf("query: group members: %w", err)
 	}
 	addrs := make(map[string]string, len(ms))
+	peers := map[string][]byte{} // the members' data their assignments carry
+	for _, mem := range ms {
+		for id, data := range mem.Peers {
+			peers[id] = data
+		}
+	}
 	m := map[processor.TaskID]Owner{}
 	for _, mem := range ms {
 		addr, known := string(mem.Data), mem.Reported
 		if !known {
 			addr, known = o.addrs[mem.ID]
+		}
+		if !known {
+			var data []byte
+			data, known = peers[mem.ID]
+			addr = string(data)
 		}
 		if known {
 			addrs[mem.ID] = addr

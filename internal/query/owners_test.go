@@ -97,3 +97,27 @@ func TestOwnersKeepTasksOfMembersDescribedWithoutAssignment(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok, "m2 left: partition 1 has no owner")
 }
+
+// An owner that joined in a rebalance the group has not left since (no
+// read reported its subscription) has the address the assignments carry:
+// the leader writes every member's into each of them.
+func TestOwnersTakeAddressesFromAssignments(t *testing.T) {
+	o := &owners{
+		members: func(context.Context) ([]kafka.GroupMember, error) {
+			peers := map[string][]byte{"old": []byte("10.0.0.1:80"), "new": []byte("10.0.0.2:80"), "bare": nil}
+			return []kafka.GroupMember{
+				{ID: "old", Assigned: map[string][]int32{"in": {0}}, Peers: peers},
+				{ID: "new", Assigned: map[string][]int32{"in": {1}}, Peers: peers},
+				{ID: "bare", Assigned: map[string][]int32{"in": {2}}},
+				{ID: "unknown", Assigned: map[string][]int32{"in": {3}}},
+			}, nil
+		},
+		subOf: func(string) (int, bool) { return 0, true },
+	}
+	for p, want := range []Owner{{Member: "old", Addr: "10.0.0.1:80"}, {Member: "new", Addr: "10.0.0.2:80"}, {Member: "bare"}, {Member: "unknown", unreported: true}} {
+		own, ok, err := o.lookup(context.Background(), processor.TaskID{Partition: int32(p)}, time.Time{})
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, want, own, "partition %d", p)
+	}
+}
