@@ -191,7 +191,8 @@ func WithSASL(mechanism, user, password string) Option {
 	return func(c *config) { c.sasl = &sasl{mechanism: mechanism, user: user, password: password} }
 }
 
-// WithLogger sets the logger. Default (and for nil): slog.Default().
+// WithLogger sets the logger. Default (and for nil): slog.Default(). No
+// Kafka Streams counterpart (it logs through SLF4J, set up outside it).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // WithBadRecordPolicy sets what happens to records that fail

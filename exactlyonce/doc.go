@@ -1,5 +1,6 @@
 // Package exactlyonce is the transactional producer session weir's engines
-// use for end-to-end exactly-once Kafka→Kafka: the records an epoch or a
+// use (they run its implementation, internal/txn, directly; this package is
+// its public API) for end-to-end exactly-once Kafka→Kafka: the records an epoch or a
 // batch produces (outputs, changelog records, dead letters) and the
 // consumer offsets of its input commit in one Kafka transaction, or not at
 // all.
