@@ -16,8 +16,10 @@
 //
 // With -queries the instances serve interactive queries (with standby
 // replicas) while a client asks them every 50 ms, and the events are
-// SIGKILLs 2–5 s apart, under exactly-once, unless -rebalances, -stalls,
-// -faults or -guarantees say otherwise; each scenario then prints three more
+// SIGKILLs 2–5 s apart, under exactly-once, with static members (each
+// slot's instance restarted with its WithInstanceID, as a deployment that
+// keeps its host names would), unless -rebalances, -stalls, -faults,
+// -guarantees or -static=false say otherwise; each scenario then prints three more
 // lines, "queries ...", the availability of owner-only queries, of queries
 // with maxLag, and of owner-only queries that wait up to 4 s for an owner.
 package main
@@ -66,7 +68,8 @@ func run() int {
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()%1_000_000), "seed of the input and the events")
 	work := flag.String("workdir", "", "directory for state dirs and child logs (default: a temporary one, removed after a PASS)")
 	quiet := flag.Bool("quiet", false, "no progress lines on stderr")
-	queries := flag.Bool("queries", false, "query scenarios: instances serve queries with standbys, a client asks one every 50 ms; kills only, 2-5 s apart, exactly-once (unless -rebalances, -stalls, -faults, -guarantees are given)")
+	queries := flag.Bool("queries", false, "query scenarios: instances serve queries with standbys, a client asks one every 50 ms; kills only, 2-5 s apart, exactly-once, static members (unless -rebalances, -stalls, -faults, -guarantees, -static are given)")
+	static := flag.Bool("static", false, "static group members (WithInstanceID, one id per member slot kept across restarts): a restarted instance takes its member's place at once instead of after the killed member's session timeout; on with -queries unless -static=false")
 	flag.Parse()
 	if *long {
 		*records, *kills, *rebalances, *stalls, *faults = 1_000_000, 100, 10, 3, 20
@@ -81,6 +84,9 @@ func run() int {
 		}
 		if !set["guarantees"] {
 			*guarantees = "exactly-once"
+		}
+		if !set["static"] {
+			*static = true
 		}
 	}
 
@@ -101,7 +107,7 @@ func run() int {
 	base := chaos.Config{
 		Name: "kafka", Exe: []string{exe}, WorkDir: dir, Records: *records, Kills: *kills,
 		Rebalances: *rebalances, Stalls: *stalls, Faults: *faults, Seed: *seed, Gap: *gap, Converge: *converge,
-		Queries: *queries,
+		Queries: *queries, Static: *static,
 	}
 	if !*quiet {
 		base.Log = os.Stderr

@@ -79,9 +79,9 @@ func TestFold(t *testing.T) {
 	require.Equal(t, chaos.Agg{Count: 2, Sum: 3, Min: -2, Max: 5, LastK: 3, LastID: 7, Replays: 1}, a)
 }
 
-// A query scenario, small: two kills on kfake while the client asks; every
-// answer is checked, and both kinds of query are asked and mostly
-// answered.
+// A query scenario, small: two kills on kfake while the client asks, the
+// instances static members as weir-chaos -queries runs them; every answer
+// is checked, and both kinds of query are asked and mostly answered.
 func TestQuerySmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
@@ -90,7 +90,7 @@ func TestQuerySmoke(t *testing.T) {
 	var log strings.Builder
 	res := chaos.Run(t.Context(), chaos.Config{
 		Name: "query-smoke", Brokers: env.Brokers, Exe: []string{os.Args[0], "-test.run=^$"}, WorkDir: t.TempDir(),
-		Mode: "continuous", Guarantee: "exactly-once", Records: 3000, Kills: 2, Seed: 1, Log: &log, Queries: true,
+		Mode: "continuous", Guarantee: "exactly-once", Records: 3000, Kills: 2, Seed: 1, Log: &log, Queries: true, Static: true,
 	})
 	t.Log(log.String())
 	require.True(t, res.Pass(), "%s\n%s", res, strings.Join(res.Problems, "\n"))

@@ -43,6 +43,9 @@ type ChildConfig struct {
 	// HTTP, if set, is the address the instance serves its queries on
 	// (WithHTTP); it then keeps standby replicas too (query scenarios).
 	HTTP string `json:"http,omitempty"`
+	// InstanceID, if set, makes the instance a static group member
+	// (WithInstanceID): one id per member slot, kept across restarts.
+	InstanceID string `json:"instanceID,omitempty"`
 }
 
 // IsChild reports whether this process is a chaos child instance (started
@@ -80,6 +83,9 @@ func RunChild() error {
 	}
 	if cfg.HTTP != "" {
 		opts = append(opts, weir.WithHTTP(cfg.HTTP), weir.WithStandbyReplicas())
+	}
+	if cfg.InstanceID != "" {
+		opts = append(opts, weir.WithInstanceID(cfg.InstanceID))
 	}
 	if cfg.Mode == weir.MicroBatch.String() {
 		opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: cmp.Or(cfg.MaxRecordsPerBatch, 2000)}))

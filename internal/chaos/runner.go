@@ -66,6 +66,12 @@ type Config struct {
 	// while the events happen, and each answer is checked against the
 	// read_committed output. Gaps are then drawn between 2 and 5 s.
 	Queries bool
+	// Static makes the instances static group members (WithInstanceID,
+	// one id per member slot, kept across restarts, as a deployment's
+	// host names are): a killed instance restarted within its session
+	// timeout takes its member's place at once instead of the group
+	// waiting out the dead member's session.
+	Static bool
 }
 
 // Result is a scenario's outcome.
@@ -394,6 +400,9 @@ func (s *scenario) startMember(m *member) error {
 	cfg := ChildConfig{Brokers: s.cfg.Brokers, App: s.app, StateDir: m.dir, Mode: s.cfg.Mode, Guarantee: s.cfg.Guarantee, Topics: s.topics, MaxRecordsPerBatch: s.batch}
 	if s.q != nil {
 		cfg.HTTP = s.q.addrs[m.slot]
+	}
+	if s.cfg.Static {
+		cfg.InstanceID = s.app + "-" + m.name
 	}
 	m.starts++
 	if err := os.MkdirAll(filepath.Dir(m.dir), 0o755); err != nil {
