@@ -39,11 +39,7 @@ func (s *StagedWindow) Base() WindowStore { return s.base }
 // Committed returns a read-only view of base with the overlay's frozen
 // layers over it (see Staged.Committed); base must be a WindowStore.
 func (s *StagedWindow) Committed(base Store) (Store, error) {
-	v := &StagedWindow{}
-	if err := s.viewOf(&v.staging, base); err != nil {
-		return nil, err
-	}
-	return v, nil
+	return committedView[StagedWindow](&s.staging, base)
 }
 
 // Put stages the value of key in the window starting at start; a nil value
@@ -175,11 +171,7 @@ func (s *StagedSession) Base() SessionStore { return s.base }
 // Committed returns a read-only view of base with the overlay's frozen
 // layers over it (see Staged.Committed); base must be a SessionStore.
 func (s *StagedSession) Committed(base Store) (Store, error) {
-	v := &StagedSession{}
-	if err := s.viewOf(&v.staging, base); err != nil {
-		return nil, err
-	}
-	return v, nil
+	return committedView[StagedSession](&s.staging, base)
 }
 
 // Put stages the session [start, end] of key; a nil value stages its
@@ -246,3 +238,23 @@ var sessionOverlay = &overlayKind[SessionStore]{
 		return base.Put(e.key, start, end, e.value)
 	},
 }
+
+// committedView returns a new S that is a read-only view of base with the
+// frozen layers of s over it (Staged.Committed), or the error of viewOf.
+// It serves every typed wrapper's Committed (StagedKeyValue's can use it
+// too).
+func committedView[S any, B Store, PS interface {
+	*S
+	Store
+	overlay() *staging[B]
+}](s *staging[B], base Store) (Store, error) {
+	v := PS(new(S))
+	if err := s.viewOf(v.overlay(), base); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// overlay returns s itself: through embedding, a typed wrapper's staging
+// overlay, for committedView.
+func (s *staging[B]) overlay() *staging[B] { return s }
