@@ -94,7 +94,9 @@ func (c *config) kafkaConfig() kafka.Config {
 //     ErrNotAuthorized, ErrTransactionsUnavailable.
 //   - While running: ErrOutputFatal for an output no retry delivers (a
 //     topic deleted, a write not authorized, a record the topic
-//     rejects), under both guarantees; a bad record under the Fail policy;
+//     rejects), under both guarantees; under the Fail policy, a bad record's
+//     *processor.RecordError (match it with errors.As): its kind, topic,
+//     partition and offset, wrapping the serde's or the processor's error;
 //     statestore.ErrStagingFull; a consumer-group error no rejoin cures
 //     (authorization, a fenced static member, an invalid session
 //     timeout).
