@@ -101,43 +101,16 @@ func (e *Engine) runBatch(ctx context.Context, plan offsets.Plan, srcs map[offse
 	prog.Durations.WALCommit = time.Since(t0)
 
 	t1 := time.Now()
+	runs := e.readRanges(ctx, plan, srcs)
 	var bytes int64
-	var procErr error
-	for _, r := range plan.Ranges {
-		s := srcs[r.TopicPartition]
-		sp := microbatch.SourceProgress{Topic: r.Topic, Partition: r.Partition, StartOffset: r.Start, EndOffset: r.End}
-		if s != nil && s.next < r.End {
-			err := e.rt.ReadRange(ctx, r.Topic, r.Partition, s.next, r.End, func(rec kafka.Record) error {
-				if err := s.task.Process(ctx, rec); err != nil {
-					return err
-				}
-				s.next = rec.Offset + 1
-				sp.NumInputRows++
-				bytes += int64(len(rec.Key) + len(rec.Value))
-				return nil
-			})
-			switch {
-			case errors.Is(err, runtime.ErrRewind):
-				// The transaction is doomed: end it, and rewind.
-				return errors.Join(err, e.rt.Rewind(ctx, err))
-			case err != nil:
-				var re *processor.RecordError
-				if !errors.As(err, &re) && ctx.Err() == nil {
-					return fmt.Errorf("microbatch: batch %d: read %s: %w", plan.Batch, r, err)
-				}
-				procErr = err
-			default:
-				s.next = r.End // the range is read: markers and aborted records included
-			}
-		}
-		if s != nil {
-			e.rt.Track(r.TopicPartition, s.next, max(s.c.HighWaterMarkOffset(), r.End))
-		}
-		prog.NumInputRows += sp.NumInputRows
-		prog.Sources = append(prog.Sources, sp)
-		if procErr != nil {
-			break
-		}
+	for _, run := range runs {
+		prog.NumInputRows += run.progress.NumInputRows
+		prog.Sources = append(prog.Sources, run.progress)
+		bytes += run.bytes
+	}
+	procErr, err := e.settleRanges(ctx, plan, runs)
+	if err != nil {
+		return err
 	}
 	if procErr == nil && e.cfg.ForEachBatch != nil {
 		if err := e.cfg.ForEachBatch(ctx, plan.Batch, e.takeCollected()); err != nil {

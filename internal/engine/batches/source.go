@@ -19,7 +19,8 @@ type source struct {
 	c    kafka.Claim
 	task *runtime.Task
 
-	// next is the next offset to process; only the batch loop touches it.
+	// next is the next offset to process; only the batch loop touches it
+	// (and, while a batch reads its ranges, the goroutine of its task).
 	next int64
 
 	mu     sync.Mutex
