@@ -49,7 +49,8 @@ const BalanceStrategyName = "weir-copartitioned"
 // group's members with their last assignment but without their
 // subscriptions, so the addresses stay readable from the assignments
 // ([GroupMember.Peers]) while the group rebalances — every member of the
-// last completed generation, a newly joined owner too.
+// last completed generation, a newly joined owner too. A group so large
+// that they would add more than maxPeersBytes to a generation gets none.
 //
 // A copartitionStrategy is stateful (the generation): one per group
 // member, never shared.
@@ -108,8 +109,12 @@ func (s *copartitionStrategy) Plan(members map[string]sarama.ConsumerGroupMember
 		}
 		in[id] = pm
 	}
+	enc := encodePeers(peers)
+	if len(enc)*len(members) > maxPeersBytes {
+		enc = nil // a group too large: the addresses come from subscriptions only
+	}
 	s.mu.Lock()
-	s.peers = encodePeers(peers)
+	s.peers = enc
 	s.mu.Unlock()
 	plan := sarama.BalanceStrategyPlan{}
 	for id, byTopic := range computePlan(s.sets, in, topics) {
@@ -170,6 +175,13 @@ func decodeUserData(b []byte) int32 {
 	}
 	return int32(binary.BigEndian.Uint32(b[1:5]))
 }
+
+// maxPeersBytes bounds what the addresses add to a generation's
+// assignments in all (each carries every member's, so they grow with the
+// square of the group's size): the coordinator stores the assignments in
+// one record of __consumer_offsets, at most 1 MiB by default. About 50
+// members with 80-byte ids and addresses fit.
+const maxPeersBytes = 256 << 10
 
 // peersVersion prefixes the assignment user data: version byte, then per
 // member (sorted by id) its id and its data, each as a uvarint length and

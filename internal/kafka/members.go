@@ -27,7 +27,8 @@ type GroupMember struct {
 	// Peers is the data of every member of the generation the member's
 	// assignment is of, by member id, as the leader's assignor read their
 	// subscriptions and wrote them into each assignment; nil if the
-	// assignment carries none (an empty one, or none described). It stays
+	// assignment carries none (an empty one, none described, or a group
+	// too large for every member's data in each assignment). It stays
 	// readable while the group rebalances, when Data does not.
 	Peers map[string][]byte
 }

@@ -397,6 +397,18 @@ func TestStrategyAssignmentsCarryEveryMembersData(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, decodePeers(ud), id)
 	}
+	big := map[string]sarama.ConsumerGroupMemberMetadata{}
+	for i := range 100 {
+		big[fmt.Sprintf("member-%03d-0123456789abcdef0123456789abcdef", i)] = sarama.ConsumerGroupMemberMetadata{
+			Version: 1, Topics: []string{"t"}, UserData: encodeUserData(-1, []byte("10.0.0.100:8080"))}
+	}
+	plan, err = s.Plan(big, map[string][]int32{"t": {0, 1, 2}})
+	require.NoError(t, err)
+	for id, topics := range plan {
+		ud, err := s.AssignmentData(id, topics, 5)
+		require.NoError(t, err)
+		require.Nil(t, ud, "a group this large gets no addresses in its assignments")
+	}
 	require.Nil(t, decodePeers(nil))
 	require.Nil(t, decodePeers([]byte{9, 1, 'a', 0}), "unknown version")
 	require.Nil(t, decodePeers(encodePeers(want)[:5]), "truncated")
