@@ -23,12 +23,7 @@ func (e *Engine) plan(ctx context.Context, srcs map[offsets.TopicPartition]*sour
 	for tp := range srcs {
 		byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
 	}
-	type want struct {
-		tp         offsets.TopicPartition
-		start, end int64
-	}
-	var wants []want
-	var backlog int64
+	var backlogs []backlog
 	for topic, parts := range byTopic {
 		ends, err := e.rt.EndOffsets(ctx, topic, parts)
 		if err != nil {
@@ -47,46 +42,11 @@ func (e *Engine) plan(ctx context.Context, srcs map[offsets.TopicPartition]*sour
 				end = min(end, target)
 			}
 			start := srcs[tp].next
-			if end > start {
-				wants = append(wants, want{tp: tp, start: start, end: end})
-				backlog += end - start
-			}
-		}
-	}
-	limit := e.cfg.MaxRecordsPerBatch
-	if e.cfg.MaxBytesPerBatch > 0 && e.avgSize > 0 {
-		byBytes := max(1, int64(float64(e.cfg.MaxBytesPerBatch)/e.avgSize))
-		if limit == 0 || byBytes < limit {
-			limit = byBytes
+			backlogs = append(backlogs, backlog{tp: tp, start: start, end: end})
 		}
 	}
 	plan := offsets.Plan{Batch: e.next, Timestamp: e.rt.Now().Truncate(time.Millisecond), Trigger: e.cfg.Trigger.String(), Watermark: e.watermark()}
-	slices.SortFunc(wants, func(a, b want) int { return a.tp.Compare(b.tp) })
-	shares := make([]int64, len(wants))
-	for i, w := range wants {
-		shares[i] = w.end - w.start
-	}
-	if limit > 0 && backlog > limit {
-		// Share the limit in proportion to the backlogs, then hand out the
-		// rounding remainder one offset at a time, so the shares add up to
-		// the limit exactly.
-		left := limit
-		for i, w := range wants {
-			shares[i] = limit * (w.end - w.start) / backlog
-			left -= shares[i]
-		}
-		for i := 0; left > 0; i = (i + 1) % len(wants) {
-			if shares[i] < wants[i].end-wants[i].start {
-				shares[i]++
-				left--
-			}
-		}
-	}
-	for i, w := range wants {
-		if shares[i] > 0 {
-			plan.Ranges = append(plan.Ranges, offsets.Range{TopicPartition: w.tp, Start: w.start, End: w.start + shares[i]})
-		}
-	}
+	plan.Ranges = cutRanges(backlogs, batchLimit(e.cfg.MaxRecordsPerBatch, e.cfg.MaxBytesPerBatch, e.avgSize))
 	return plan, nil
 }
 
@@ -199,27 +159,19 @@ func (e *Engine) recover(ctx context.Context, srcs map[offsets.TopicPartition]*s
 	if err != nil || !ok {
 		return false, err
 	}
-	atEnd, atStart, owned := 0, 0, 0
-	for _, r := range plan.Ranges {
-		s := srcs[r.TopicPartition]
-		if s == nil {
-			continue
+	decision, owned := decideRecovery(plan, func(tp offsets.TopicPartition) (int64, bool) {
+		if s := srcs[tp]; s != nil {
+			return s.next, true
 		}
-		owned++
-		switch s.next {
-		case r.End:
-			atEnd++
-		case r.Start:
-			atStart++
-		}
-	}
+		return 0, false
+	})
 	log := e.rt.Logger()
-	switch {
-	case owned == len(plan.Ranges) && atStart == owned:
+	switch decision {
+	case replayPlan:
 		log.Info("weir: replaying an uncommitted batch with its planned ranges", "batch", plan.Batch)
 		e.next = plan.Batch
 		return true, e.runBatch(ctx, plan, srcs, true)
-	case owned > 0 && atEnd == owned:
+	case writeLostCommit:
 		log.Info("weir: batch had committed; writing its lost commit record", "batch", plan.Batch)
 		e.next = plan.Batch + 1
 		return false, e.wal.WriteCommit(ctx, offsets.Commit{Batch: plan.Batch, Timestamp: e.rt.Now()})
