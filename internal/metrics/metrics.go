@@ -64,6 +64,9 @@ func New(application, mode, guarantee string) *Metrics {
 		ConstLabels: labels,
 		Buckets:     []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 	}, []string{"result"})
+	for _, result := range []string{"committed", "failed"} {
+		m.commits.WithLabelValues(result) // on /metrics before the first commit
+	}
 	m.phases = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "weir", Name: "epoch_phase_seconds",
 		Help: "Duration of each phase of an epoch end (continuous) or batch commit (micro-batch): paused (processing stood still), " +
