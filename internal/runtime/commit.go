@@ -50,8 +50,11 @@ type Positions map[offsets.TopicPartition]int64
 // CoalesceChangelog), so the changelog holds the store's contents at every
 // commit with fewer records than one per write. Outputs are not coalesced.
 //
-// Once Kafka has the epoch, the tasks' staged state writes move into
-// Badger with their changelog checkpoints; after an abort they are dropped.
+// Once Kafka has the epoch, the tasks' staged state writes are frozen into
+// a layer that moves into Badger with their changelog checkpoints — before
+// Commit returns, or behind it (ApplyStateBehind, layers.go); after an
+// abort the epoch's writes are dropped, never a frozen layer's. A layer
+// that could not reach Badger fails the next Commit.
 func (r *Runtime) Commit(ctx context.Context, positions Positions, s kafka.Session) error {
 	return r.CommitTimed(ctx, positions, s, nil)
 }
@@ -81,6 +84,9 @@ func (r *Runtime) observeCommit(positions Positions, commit func() error) (err e
 
 // commit is CommitTimed's work, inside observeCommit.
 func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) error {
+	if err := r.StateApplyFailed(); err != nil {
+		return err
+	}
 	if err := r.flushCaches(ctx); err != nil { // record caches: before anything is committed
 		return r.flushFailed(ctx, fmt.Errorf("runtime: flush record caches: %w", err))
 	}
@@ -88,6 +94,14 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 		r.dropStaged()
 		return err
 	}
+	// The previous layer's checkpoints are read before this epoch's
+	// changelog records are written (layers.go); the wait counts as the
+	// epoch's state apply.
+	waitStart := time.Now()
+	if err := r.waitCheckpointed(); err != nil {
+		return err
+	}
+	waited := time.Since(waitStart)
 	if err := r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error { return r.flushChangelogs(ctx) }); err != nil {
 		return r.flushFailed(ctx, err)
 	}
@@ -99,7 +113,10 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 	if err != nil {
 		return err // ErrCommitLater keeps the staged state for the next commit
 	}
-	return r.Timed(PhaseStateApply, &ph.StateApply, func() error { return r.applyStaged(ctx) })
+	applyStart := time.Now()
+	err = r.applyCommitted(ctx)
+	r.ObservePhase(PhaseStateApply, &ph.StateApply, waited+time.Since(applyStart))
+	return err
 }
 
 // flushFailed settles a flush before the commit that failed (record

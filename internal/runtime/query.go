@@ -53,8 +53,9 @@ func (r *Runtime) Store(name string) (StoreInfo, error) {
 }
 
 // QueryStore returns a read-only handle on the committed rows of a store
-// partition that this instance runs — rows in Badger, never the staged
-// writes of an epoch or batch that has not committed. Close it after use.
+// partition that this instance runs — rows in Badger and the committed
+// layers on their way there, never the staged writes of an epoch or batch
+// that has not committed. Close it after use.
 // A partition this instance does not run, or still restores, gives an
 // error wrapping ErrNotOwner: its rows here may be old or partial.
 func (r *Runtime) QueryStore(name string, partition int32) (statestore.Store, error) {
@@ -69,7 +70,7 @@ func (r *Runtime) QueryStore(name string, partition int32) (statestore.Store, er
 	if err != nil {
 		return nil, fmt.Errorf("runtime: %w", err)
 	}
-	return s, nil
+	return r.committedView(processor.TaskID{Subtopology: info.Subtopology, Partition: partition}, name, s)
 }
 
 // The roles of the copy of a store partition a query read (Copy.Role).

@@ -112,6 +112,9 @@ type Runtime struct {
 	txn *txnOutput
 	// db holds the committed state of every store of every task.
 	db *badgerstore.DB
+	// layers are the committed epochs' state writes on their way into db
+	// (layers.go).
+	layers stateLayers
 	// standby tells active store partitions from followed ones.
 	standby *standbys
 	// bg joins the runtime's own goroutines (standbys) in Close.
@@ -254,6 +257,7 @@ func (r *Runtime) Now() time.Time { return r.cfg.Clock() }
 func (r *Runtime) Close() error {
 	r.stopBg()
 	r.bg.Wait()
+	r.joinApplier()
 	var txnErr error
 	if r.txn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

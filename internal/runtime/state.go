@@ -20,9 +20,9 @@ const DefaultStagingLimit = 64 << 20
 // <state dir>/stores. A task's processors write to staging overlays; an
 // epoch or batch that commits in Kafka moves every overlay's writes into
 // Badger in one batch, together with each store's changelog checkpoint (the
-// offset to restore from next time); one that aborts drops them — nothing
-// is wiped, nothing restored. Badger, and so an interactive query, only
-// ever holds committed state.
+// offset to restore from next time), through a frozen layer (layers.go);
+// one that aborts drops them — nothing is wiped, nothing restored. Badger,
+// and so an interactive query, only ever holds committed state.
 
 // openStores opens the instance's store database.
 func (r *Runtime) openStores() error {
@@ -38,6 +38,9 @@ func (r *Runtime) openStores() error {
 // end — behind staging overlays, and returns the factory the task opens
 // them through.
 func (t *Task) openStores(ctx context.Context, specs []statestore.Spec) (statestore.Factory, error) {
+	// A previous task of the partition may have left layers to apply: its
+	// rows and checkpoints must be in Badger before this one restores.
+	t.rt.waitApplied()
 	for _, spec := range specs {
 		t.owned = append(t.owned, badgerstore.StorePartition{Store: spec.Name, Partition: t.id.Partition})
 	}
@@ -252,59 +255,6 @@ func (r *Runtime) EndOffsets(ctx context.Context, topic string, partitions []int
 		return r.admin.StableOffsets(ctx, topic, partitions)
 	}
 	return r.admin.EndOffsets(ctx, topic, partitions)
-}
-
-// applyStaged moves every task's staged writes into Badger with the
-// changelog checkpoints of the partitions written, after a Kafka commit.
-func (r *Runtime) applyStaged(ctx context.Context) error {
-	var changes []badgerstore.Change
-	dirty := map[string][]int32{}                     // changelog topic -> partitions
-	stores := map[string]string{}                     // changelog topic -> store
-	writers := map[badgerstore.StorePartition]int32{} // their writer generations
-	var written []stagedStore
-	err := r.tasks.eachTask(func(t *Task) error {
-		for _, st := range t.staged {
-			cs, err := st.Changes()
-			if err != nil {
-				return err
-			}
-			if len(cs) == 0 {
-				continue
-			}
-			written = append(written, st)
-			for _, c := range cs {
-				changes = append(changes, badgerstore.Change{Store: st.spec.Name, Partition: t.id.Partition, Kind: st.spec.Kind, Key: c.Key, Value: c.Value})
-			}
-			if st.spec.Logged {
-				topic := processor.ChangelogTopic(st.spec.Name).Resolve(r.cfg.ApplicationID)
-				dirty[topic] = append(dirty[topic], t.id.Partition)
-				stores[topic] = st.spec.Name
-				writers[badgerstore.StorePartition{Store: st.spec.Name, Partition: t.id.Partition}] = t.writer
-			}
-		}
-		return nil
-	})
-	if err != nil || len(written) == 0 {
-		return err
-	}
-	checkpoints := map[badgerstore.StorePartition]badgerstore.Position{}
-	for topic, parts := range dirty {
-		ends, err := r.EndOffsets(ctx, topic, parts)
-		if err != nil {
-			return fmt.Errorf("runtime: checkpoint %q: %w", topic, err)
-		}
-		for p, end := range ends {
-			sp := badgerstore.StorePartition{Store: stores[topic], Partition: p}
-			checkpoints[sp] = badgerstore.Position{Offset: end, Writer: writers[sp]}
-		}
-	}
-	if err := r.db.Apply(changes, checkpoints); err != nil {
-		return fmt.Errorf("runtime: apply committed state: %w", err)
-	}
-	for _, st := range written {
-		st.Reset()
-	}
-	return nil
 }
 
 // flushChangelogs sends every task's pending changelog records (one per

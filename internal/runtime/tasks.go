@@ -95,6 +95,7 @@ func (ts *Tasks) Release(t *Task) {
 		return
 	}
 	<-t.ready
+	ts.rt.waitApplied() // its committed layers reach Badger before its stores close (layers.go)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var errs []error

@@ -104,6 +104,9 @@ func New(rt *runtime.Runtime, cfg Config) (*Engine, error) {
 	if cfg.EpochInterval < time.Millisecond {
 		return nil, fmt.Errorf("continuous: epoch interval %v is below 1ms", cfg.EpochInterval)
 	}
+	// An epoch's state writes reach Badger behind its commit, while the
+	// claims process the next epoch on top of them (runtime layers.go).
+	rt.ApplyStateBehind()
 	return &Engine{
 		rt:  rt,
 		drv: runtime.NewDriver(rt, runtime.DriverConfig{Name: "continuous", LogName: "continuous", OnError: cfg.OnError}),
@@ -135,7 +138,8 @@ func (e *Engine) Run(ctx context.Context) error {
 func (e *Engine) Loop(ctx context.Context) error { return e.coordinate(ctx) }
 
 // Finish drains what the last epoch end left running: its epoch log
-// append, or the error of its commit, is not dropped (runtime.Mode).
+// append, or the error of its commit, is not dropped, nor a committed
+// state layer that did not reach Badger (runtime.Mode).
 func (e *Engine) Finish(ctx context.Context) error {
 	e.endMu.Lock()
 	defer e.endMu.Unlock()
@@ -144,7 +148,7 @@ func (e *Engine) Finish(ctx context.Context) error {
 		err = errors.Join(err, e.log.drain())
 		e.log = nil
 	}
-	return err
+	return errors.Join(err, e.rt.StateApplyFailed())
 }
 
 // coordinate ends an epoch every interval until ctx is done.

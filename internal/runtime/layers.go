@@ -1,0 +1,263 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/statestore"
+	"github.com/weirstream/weir/statestore/badgerstore"
+)
+
+// State layers. Once Kafka has an epoch (its transaction committed, or
+// its outputs acknowledged and offsets committed), every task's staged
+// writes of the epoch are frozen into a layer (statestore.Staged.Freeze)
+// and the commit returns: the next epoch writes a fresh staging layer on
+// top, and reads see it, then the frozen layers newest first, then
+// Badger. Interactive queries read the frozen layers over Badger, never
+// the staging layer (committedView).
+//
+// With ApplyStateBehind (the continuous engine), goroutines of the
+// runtime (two Behinds) then write each layer into Badger, in commit
+// order, with its changelog checkpoints, and drop it; otherwise
+// (micro-batch) the commit does that itself before it returns. Two jobs
+// per layer:
+//
+//  1. its checkpoints: the end offsets of the changelog partitions it
+//     wrote. They must be read before the next epoch writes changelog
+//     records — an end offset read later would count them, and a restore
+//     from that checkpoint skip them — so the next commit waits for this
+//     job before it flushes its changelogs (it is long done by then: an
+//     epoch interval later). These jobs have a goroutine of their own, so
+//     that a slow Badger write does not delay them.
+//  2. the Badger write (statestore.Layer.Changes, badgerstore.DB.Apply in
+//     one batch with the checkpoints, once job 1 read them), then
+//     Layer.Drop.
+//
+// An abort drops the staging layer only: frozen layers are committed and
+// still reach Badger. A task's release waits for the applier before its
+// stores close and its partitions go to the standbys, and a task's
+// acquisition waits for it before it restores (restore.go's checkpoint
+// read, DropPartition), so no layer is written after its partition was
+// handed over or restored afresh. Close waits for it too. The first
+// failure is kept: no later layer is written (their changelog records
+// stay in Kafka; a restore replays them), the frozen layers stay readable
+// and the next commit — or Run's end — returns the error.
+
+// PhaseStateApplyBehind is the applier's write of one layer into Badger,
+// checkpoints read before it, while processing goes on (ApplyStateBehind);
+// the commit's own share — freezing the layers, waiting for the
+// applier — is PhaseStateApply.
+const PhaseStateApplyBehind = "state_apply_behind"
+
+// pendingLayers is how many committed epochs' layers may wait for the
+// applier: a commit past it waits for room (back-pressure, timed in its
+// StateApply phase).
+const pendingLayers = 2
+
+// stateLayers is the runtime's side of the layers.
+type stateLayers struct {
+	// behind applies layers behind the commits (job 2 above), and
+	// checkpoints reads their checkpoints (job 1); nil: the commit does
+	// both.
+	behind, checkpoints *Behind
+	// checkpointed is the job number of the newest layer's checkpoints
+	// in checkpoints; the commits serialise it.
+	checkpointed int64
+	// failed is the error of a layer the commit failed to apply (without
+	// behind): it is never applied, so no later one may be either.
+	failed error
+	// beforeApply, if set, runs before a layer's Badger write; its error
+	// fails the write (tests).
+	beforeApply func() error
+}
+
+// epochLayer is one commit's layers: a layer of every store the tasks
+// wrote in the epoch, and the checkpoints job 1 reads for them.
+type epochLayer struct {
+	stores      []frozenStore
+	checkpoints map[badgerstore.StorePartition]badgerstore.Position
+}
+
+// frozenStore is the layer of one store of one task.
+type frozenStore struct {
+	layer     *statestore.Layer
+	spec      statestore.Spec
+	partition int32
+	writer    int32 // the task's writer generation, for the checkpoint
+}
+
+// ApplyStateBehind makes commits return once the epoch's state writes are
+// frozen, leaving their Badger write to a goroutine of the runtime (see
+// above). Call it before Prepare.
+func (r *Runtime) ApplyStateBehind() {
+	r.layers.behind, r.layers.checkpoints = NewBehind(pendingLayers), NewBehind(pendingLayers+1)
+}
+
+// StateApplyFailed returns the error of the first layer that did not
+// reach Badger, if any: the engine stops.
+func (r *Runtime) StateApplyFailed() error {
+	if r.layers.behind == nil {
+		return r.layers.failed
+	}
+	if err := r.layers.checkpoints.Err(); err != nil {
+		return err // the apply jobs after it return it too
+	}
+	return r.layers.behind.Err()
+}
+
+// waitApplied waits until every layer frozen so far is in Badger (or the
+// applier failed).
+func (r *Runtime) waitApplied() {
+	if r.layers.behind != nil {
+		_ = r.layers.behind.Wait()
+	}
+}
+
+// joinApplier waits for the applier's goroutine to end (Close).
+func (r *Runtime) joinApplier() {
+	if r.layers.behind != nil {
+		_ = r.layers.behind.Join()
+		_ = r.layers.checkpoints.Join()
+	}
+}
+
+// waitCheckpointed waits until the checkpoints of the previous epoch's
+// layer are read: before the epoch's changelog records are written.
+func (r *Runtime) waitCheckpointed() error {
+	if r.layers.behind == nil || r.layers.checkpointed == 0 {
+		return nil
+	}
+	return r.layers.checkpoints.WaitFor(r.layers.checkpointed)
+}
+
+// applyCommitted freezes the epoch's state writes, after its Kafka
+// commit, and applies them to Badger: now, or behind (ApplyStateBehind).
+func (r *Runtime) applyCommitted(ctx context.Context) error {
+	l, err := r.freezeStaged()
+	if err != nil || l == nil {
+		return err
+	}
+	if r.layers.behind == nil {
+		err := r.checkpoint(ctx, l)
+		if err == nil {
+			err = r.applyLayer(l)
+		}
+		r.layers.failed = err
+		return err
+	}
+	bctx := context.WithoutCancel(ctx) // a stop does not cut a committed layer short
+	cp := r.layers.checkpoints.Add(func() error { return r.checkpoint(bctx, l) })
+	r.layers.checkpointed = cp
+	r.layers.behind.Add(func() error {
+		if err := r.layers.checkpoints.WaitFor(cp); err != nil {
+			return err // not written: the next commit and Run return the checkpoint's error
+		}
+		return r.Timed(PhaseStateApplyBehind, nil, func() error { return r.applyLayer(l) })
+	})
+	return nil
+}
+
+// freezeStaged freezes every task's staging layers; nil if none wrote.
+func (r *Runtime) freezeStaged() (*epochLayer, error) {
+	var l epochLayer
+	err := r.tasks.eachTask(func(t *Task) error {
+		for _, st := range t.staged {
+			if fl := st.Freeze(); fl != nil {
+				l.stores = append(l.stores, frozenStore{layer: fl, spec: st.spec, partition: t.id.Partition, writer: t.writer})
+			}
+		}
+		return nil
+	})
+	if err != nil || len(l.stores) == 0 {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// checkpoint reads the changelog end offsets of the logged store
+// partitions the layer writes: how far their committed state will reflect
+// their changelogs once the layer is in Badger.
+func (r *Runtime) checkpoint(ctx context.Context, l *epochLayer) error {
+	dirty := map[string][]int32{}                     // changelog topic -> partitions
+	stores := map[string]string{}                     // changelog topic -> store
+	writers := map[badgerstore.StorePartition]int32{} // their writer generations
+	for _, fs := range l.stores {
+		if !fs.spec.Logged {
+			continue
+		}
+		topic := processor.ChangelogTopic(fs.spec.Name).Resolve(r.cfg.ApplicationID)
+		dirty[topic] = append(dirty[topic], fs.partition)
+		stores[topic] = fs.spec.Name
+		writers[badgerstore.StorePartition{Store: fs.spec.Name, Partition: fs.partition}] = fs.writer
+	}
+	l.checkpoints = map[badgerstore.StorePartition]badgerstore.Position{}
+	for topic, parts := range dirty {
+		ends, err := r.EndOffsets(ctx, topic, parts)
+		if err != nil {
+			return fmt.Errorf("runtime: checkpoint %q: %w", topic, err)
+		}
+		for p, end := range ends {
+			sp := badgerstore.StorePartition{Store: stores[topic], Partition: p}
+			l.checkpoints[sp] = badgerstore.Position{Offset: end, Writer: writers[sp]}
+		}
+	}
+	return nil
+}
+
+// applyLayer writes the layer's changes into Badger in one batch with its
+// checkpoints, then drops it from the overlays' reads.
+func (r *Runtime) applyLayer(l *epochLayer) error {
+	if r.layers.beforeApply != nil {
+		if err := r.layers.beforeApply(); err != nil {
+			return fmt.Errorf("runtime: apply committed state: %w", err)
+		}
+	}
+	var changes []badgerstore.Change
+	for _, fs := range l.stores {
+		cs, err := fs.layer.Changes()
+		if err != nil {
+			return fmt.Errorf("runtime: apply committed state: %w", err)
+		}
+		for _, c := range cs {
+			changes = append(changes, badgerstore.Change{Store: fs.spec.Name, Partition: fs.partition, Kind: fs.spec.Kind, Key: c.Key, Value: c.Value})
+		}
+	}
+	if err := r.db.Apply(changes, l.checkpoints); err != nil {
+		return fmt.Errorf("runtime: apply committed state: %w", err)
+	}
+	for _, fs := range l.stores {
+		fs.layer.Drop()
+	}
+	return nil
+}
+
+// committedView returns reader — a Badger reader of a store partition —
+// with the frozen layers of the store of the task that runs the partition
+// here over it: the committed state, never the epoch in progress.
+func (r *Runtime) committedView(id processor.TaskID, store string, reader statestore.Store) (statestore.Store, error) {
+	r.tasks.mu.Lock()
+	t := r.tasks.m[id]
+	r.tasks.mu.Unlock()
+	if t == nil {
+		return reader, nil
+	}
+	select {
+	case <-t.ready:
+	default:
+		return reader, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, st := range t.staged {
+		if st.spec.Name == store {
+			v, err := st.Committed(reader)
+			if err != nil {
+				_ = reader.Close()
+				return nil, fmt.Errorf("runtime: %w", err)
+			}
+			return v, nil
+		}
+	}
+	return reader, nil
+}
