@@ -278,11 +278,8 @@ func (s *staging[B]) Close() error {
 func (s *staging[B]) put(e entry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed.Load() {
-		return ErrClosed
-	}
-	if s.view {
-		return errReadOnly
+	if err := s.writable(); err != nil {
+		return err
 	}
 	old, had := s.idx.get(e)
 	if err := s.budget.replace(s.k.layout.size(old, had), s.k.layout.size(e, true)); err != nil {
@@ -294,6 +291,18 @@ func (s *staging[B]) put(e entry) error {
 	}
 	if !e.del {
 		s.puts++
+	}
+	return nil
+}
+
+// writable reports why s takes no write, with s.mu held: it is closed
+// (ErrClosed), or a read-only view (Committed).
+func (s *staging[B]) writable() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if s.view {
+		return errReadOnly
 	}
 	return nil
 }
@@ -326,11 +335,8 @@ func (s *staging[B]) expireBefore(cutoff time.Time) error {
 	ms := cutoff.UnixMilli()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed.Load() {
-		return ErrClosed
-	}
-	if s.view {
-		return errReadOnly
+	if err := s.writable(); err != nil {
+		return err
 	}
 	s.cutoff = max(s.cutoff, ms)
 	s.idx.expire(ms, func(old entry) {

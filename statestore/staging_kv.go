@@ -38,11 +38,7 @@ func (s *StagedKeyValue) Base() KeyValueStore { return s.base }
 // Committed returns a read-only view of base with the overlay's frozen
 // layers over it (see Staged.Committed); base must be a KeyValueStore.
 func (s *StagedKeyValue) Committed(base Store) (Store, error) {
-	v := &StagedKeyValue{}
-	if err := s.viewOf(&v.staging, base); err != nil {
-		return nil, err
-	}
-	return v, nil
+	return committedView[StagedKeyValue](&s.staging, base)
 }
 
 // Get returns a copy of the staged value of key, or the base's if key has

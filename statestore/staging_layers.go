@@ -182,3 +182,22 @@ func (s *staging[B]) frozenEntries() (puts, dels int) {
 	}
 	return puts, dels
 }
+
+// committedView returns a new S that is a read-only view of base with the
+// frozen layers of s over it (Staged.Committed), or the error of viewOf.
+// It serves every typed wrapper's Committed.
+func committedView[S any, B Store, PS interface {
+	*S
+	Store
+	overlay() *staging[B]
+}](s *staging[B], base Store) (Store, error) {
+	v := PS(new(S))
+	if err := s.viewOf(v.overlay(), base); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// overlay returns s itself: through embedding, a typed wrapper's staging
+// overlay, for committedView.
+func (s *staging[B]) overlay() *staging[B] { return s }
