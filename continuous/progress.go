@@ -62,8 +62,11 @@ type Phases struct {
 	// TxnCommit is the transaction's commit with its offsets, and the
 	// next one's begin (exactly-once).
 	TxnCommit time.Duration
-	// StateApply is moving the staged state into Badger with the
-	// changelog checkpoints (their end offsets asked of the brokers).
+	// StateApply is the epoch end's share of moving the staged state into
+	// Badger: freezing it into a layer, and waiting when the layers of
+	// earlier epochs still wait for Badger (at most two may). The write
+	// itself, with the changelog checkpoints, happens behind processing:
+	// weir_epoch_phase_seconds{phase="state_apply_behind"}.
 	StateApply time.Duration
 	// EpochLog is appending the epoch to the epoch log (on a goroutine
 	// of its own: it neither pauses processing nor delays the next

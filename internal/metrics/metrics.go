@@ -70,7 +70,7 @@ func New(application, mode, guarantee string) *Metrics {
 	m.phases = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "weir", Name: "epoch_phase_seconds",
 		Help: "Duration of each phase of an epoch end (continuous) or batch commit (micro-batch): paused (processing stood still), " +
-			"barrier_wait, punctuate, membership_check, changelog_flush, producer_flush, offset_commit, txn_commit, state_apply, epoch_log.",
+			"barrier_wait, punctuate, membership_check, changelog_flush, producer_flush, offset_commit, txn_commit, state_apply, state_apply_behind (continuous: a committed epoch's state written into Badger while processing goes on), epoch_log.",
 		ConstLabels: labels,
 		Buckets:     []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 	}, []string{"phase"})
