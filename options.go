@@ -231,8 +231,12 @@ func WithHeartbeatInterval(d time.Duration) Option {
 }
 
 // WithInstanceID makes this instance a static group member (KIP-345,
-// Kafka's group.instance.id): a restart within the session timeout keeps
-// its partitions without a rebalance. Default: a dynamic member. Each
+// Kafka's group.instance.id): a restart within the session timeout
+// replaces the old member as soon as it joins, instead of leaving its
+// partitions ownerless until the session times out, and the rebalance its
+// join starts hands it its partitions back (weir's subscription carries
+// the restarted member's state, so its join does rebalance, unlike a
+// plain Java consumer's). Default: a dynamic member. Each
 // instance needs its own id: a second member with the same id fences the
 // first, which stops with an error. New rejects, as the Java client does,
 // an id longer than 249 characters or with characters other than
