@@ -1,11 +1,8 @@
 package statestore
 
 import (
-	"cmp"
 	"maps"
 	"math/rand/v2"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -72,13 +69,7 @@ func TestStagedKeyValueLayersModel(t *testing.T) {
 	view, err := s.Committed(s.Base())
 	require.NoError(t, err)
 	m := &layered[map[string]string]{t: t, st: s, clone: maps.Clone[map[string]string], current: map[string]string{}, committed: map[string]string{}}
-	all := func(m map[string]string) []kv {
-		var out []kv
-		for _, k := range sortedKeys(m) {
-			out = append(out, kv{k, m[k]})
-		}
-		return out
-	}
+	all := func(m map[string]string) []kv { return wantKV(m, "", "", true) }
 	for step := range 20000 {
 		switch op := r.IntN(100); {
 		case op < 40:
@@ -245,36 +236,6 @@ func TestStagedAbortKeepsTheFrozenLayer(t *testing.T) {
 	v, _ = getKV(t, s, "a")
 	require.Equal(t, "1", v)
 	require.Nil(t, s.Freeze(), "nothing staged")
-}
-
-func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
-
-// wantWindows lists the windows of m with key (every key if nil) whose
-// start is in [from, to], ordered by key, then start.
-func wantWindows(m map[winID]string, key *string, from, to int64) []win {
-	var out []win
-	for id, v := range m {
-		if (key == nil || id.k == *key) && id.start >= from && id.start <= to {
-			out = append(out, win{id.k, id.start, v})
-		}
-	}
-	slices.SortFunc(out, func(a, b win) int {
-		return cmp.Or(strings.Compare(a.k, b.k), cmp.Compare(a.start, b.start))
-	})
-	return out
-}
-
-// wantSessions lists the sessions of key in m that end at or after
-// earliestEnd and start at or before latestStart, by start, then end.
-func wantSessions(m map[sessID]string, key string, earliestEnd, latestStart int64) []sess {
-	var out []sess
-	for id, v := range m {
-		if id.k == key && id.end >= earliestEnd && id.start <= latestStart {
-			out = append(out, sess{id.k, id.start, id.end, v})
-		}
-	}
-	slices.SortFunc(out, func(a, b sess) int { return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end)) })
-	return out
 }
 
 // The engine freezes and writes on the task's goroutine, applies and drops

@@ -56,15 +56,7 @@ func TestStagedKeyValueModel(t *testing.T) {
 	require.NoError(t, err)
 	committed, current := map[string]string{}, map[string]string{}
 
-	want := func(m map[string]string, from, to string, open bool) []kv {
-		var out []kv
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			if k >= from && (open || k < to) {
-				out = append(out, kv{k, m[k]})
-			}
-		}
-		return out
-	}
+	want := wantKV
 	var (
 		pending     Iterator
 		pendingWant []kv
@@ -135,18 +127,7 @@ func TestStagedWindowModel(t *testing.T) {
 	s, err := NewStagedWindow(NewInMemoryWindow("w"), 1<<20)
 	require.NoError(t, err)
 	committed, current := map[winID]string{}, map[winID]string{}
-	want := func(m map[winID]string, key *string, from, to int64) []win {
-		var out []win
-		for id, v := range m {
-			if (key == nil || id.k == *key) && id.start >= from && id.start <= to {
-				out = append(out, win{id.k, id.start, v})
-			}
-		}
-		slices.SortFunc(out, func(a, b win) int {
-			return cmp.Or(strings.Compare(a.k, b.k), cmp.Compare(a.start, b.start))
-		})
-		return out
-	}
+	want := wantWindows
 	for step := range 6000 {
 		k, start := randKey(r), int64(r.IntN(40))
 		switch op := r.IntN(100); {
@@ -198,16 +179,7 @@ func TestStagedSessionModel(t *testing.T) {
 	s, err := NewStagedSession(base, 1<<20)
 	require.NoError(t, err)
 	committed, current := map[sessID]string{}, map[sessID]string{}
-	want := func(m map[sessID]string, key string, earliestEnd, latestStart int64) []sess {
-		var out []sess
-		for id, v := range m {
-			if id.k == key && id.end >= earliestEnd && id.start <= latestStart {
-				out = append(out, sess{id.k, id.start, id.end, v})
-			}
-		}
-		slices.SortFunc(out, func(a, b sess) int { return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end)) })
-		return out
-	}
+	want := wantSessions
 	for step := range 6000 {
 		k, start := randKey(r), int64(r.IntN(40))
 		end := start + int64(r.IntN(10))
@@ -240,4 +212,44 @@ func TestStagedSessionModel(t *testing.T) {
 			}
 		}
 	}
+}
+
+// wantKV lists the entries of m with keys in [from, to) (to open if
+// open), in key order.
+func wantKV(m map[string]string, from, to string, open bool) []kv {
+	var out []kv
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if k >= from && (open || k < to) {
+			out = append(out, kv{k, m[k]})
+		}
+	}
+	return out
+}
+
+// wantWindows lists the windows of m with key (every key if nil) whose
+// start is in [from, to], ordered by key, then start.
+func wantWindows(m map[winID]string, key *string, from, to int64) []win {
+	var out []win
+	for id, v := range m {
+		if (key == nil || id.k == *key) && id.start >= from && id.start <= to {
+			out = append(out, win{id.k, id.start, v})
+		}
+	}
+	slices.SortFunc(out, func(a, b win) int {
+		return cmp.Or(strings.Compare(a.k, b.k), cmp.Compare(a.start, b.start))
+	})
+	return out
+}
+
+// wantSessions lists the sessions of key in m that end at or after
+// earliestEnd and start at or before latestStart, by start, then end.
+func wantSessions(m map[sessID]string, key string, earliestEnd, latestStart int64) []sess {
+	var out []sess
+	for id, v := range m {
+		if id.k == key && id.end >= earliestEnd && id.start <= latestStart {
+			out = append(out, sess{id.k, id.start, id.end, v})
+		}
+	}
+	slices.SortFunc(out, func(a, b sess) int { return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end)) })
+	return out
 }
