@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"encoding/binary"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -190,13 +191,8 @@ const peersVersion = 1
 
 // encodePeers encodes the member data of a generation's members, by id.
 func encodePeers(peers map[string][]byte) []byte {
-	ids := make([]string, 0, len(peers))
-	for id := range peers {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
 	b := []byte{peersVersion}
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(peers)) {
 		b = binary.AppendUvarint(b, uint64(len(id)))
 		b = append(b, id...)
 		b = binary.AppendUvarint(b, uint64(len(peers[id])))

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/continuous"
-
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/offsets"
 )
