@@ -85,6 +85,26 @@ func options(env *kafkatest.Env, appID, stateDir string, extra ...weir.Option) [
 	}, extra...)
 }
 
+// wantCounts is the word count's final table over input, from the same
+// topology in memory (the reference).
+func wantCounts(t *testing.T, in string, input []string) map[string]int64 {
+	t.Helper()
+	d, err := topologytest.New(wordCount(t, in, "ref"), topologytest.Config{})
+	require.NoError(t, err)
+	defer d.Close()
+	pipe := topologytest.Input(d, in, serde.String(), serde.String())
+	for i, l := range input {
+		require.NoError(t, pipe.Pipe(strconv.Itoa(i), l, time.UnixMilli(int64(i+1))))
+	}
+	ref, err := topologytest.Output(d, "ref", serde.String(), serde.Int64()).ReadKeyValuesToMap()
+	require.NoError(t, err)
+	want := map[string]int64{}
+	for k, v := range ref {
+		want[k.(string)] = v
+	}
+	return want
+}
+
 // runBounded runs an app whose trigger stops by itself.
 func runBounded(t *testing.T, topo *topology.Topology, opts []weir.Option) error {
 	t.Helper()
@@ -107,24 +127,11 @@ func TestAvailableNowEqualsContinuous(t *testing.T) {
 		input := lines(400)
 		produce(t, env, in, input)
 
-		// The reference: the same topology in memory.
-		d, err := topologytest.New(wordCount(t, in, "ref"), topologytest.Config{})
-		require.NoError(t, err)
-		defer d.Close()
-		pipe := topologytest.Input(d, in, serde.String(), serde.String())
-		for i, l := range input {
-			require.NoError(t, pipe.Pipe(strconv.Itoa(i), l, time.UnixMilli(int64(i+1))))
-		}
-		ref, err := topologytest.Output(d, "ref", serde.String(), serde.Int64()).ReadKeyValuesToMap()
-		require.NoError(t, err)
-		want := map[string]int64{}
-		for k, v := range ref {
-			want[k.(string)] = v
-		}
+		want := wantCounts(t, in, input)
 
 		var progress []microbatch.Progress
 		var mu sync.Mutex
-		err = runBounded(t, wordCount(t, in, batchOut), options(env, kafkatest.GroupID(t), t.TempDir(),
+		err := runBounded(t, wordCount(t, in, batchOut), options(env, kafkatest.GroupID(t), t.TempDir(),
 			weir.WithMicroBatch(microbatch.Config{
 				Trigger:            microbatch.AvailableNow(),
 				MaxRecordsPerBatch: 150,

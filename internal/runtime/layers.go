@@ -17,11 +17,10 @@ import (
 // Badger. Interactive queries read the frozen layers over Badger, never
 // the staging layer (committedView).
 //
-// With ApplyStateBehind (the continuous engine), goroutines of the
+// With ApplyStateBehind (both engines call it), goroutines of the
 // runtime (two Behinds) then write each layer into Badger, in commit
-// order, with its changelog checkpoints, and drop it; otherwise
-// (micro-batch) the commit does that itself before it returns. Two jobs
-// per layer:
+// order, with its changelog checkpoints, and drop it; otherwise the
+// commit does that itself before it returns. Two jobs per layer:
 //
 //  1. its checkpoints: the end offsets of the changelog partitions it
 //     wrote. They must be read before the next epoch writes changelog

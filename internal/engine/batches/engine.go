@@ -56,6 +56,10 @@ func New(rt *runtime.Runtime, wal *offsets.WAL, cfg microbatch.Config) (*Engine,
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 100 * time.Millisecond
 	}
+	// A batch's state writes reach Badger behind its commit, while the
+	// next batch runs on top of them (runtime layers.go), as in
+	// continuous mode.
+	rt.ApplyStateBehind()
 	return &Engine{
 		rt:  rt,
 		drv: runtime.NewDriver(rt, runtime.DriverConfig{Name: "microbatch", LogName: "micro-batch", OnError: cfg.OnError}),
@@ -100,9 +104,10 @@ func (e *Engine) Loop(ctx context.Context) error {
 	return err
 }
 
-// Finish has nothing to take: every batch ends before the next starts
+// Finish returns the error of a committed batch's state that did not
+// reach Badger, if any; every task's release waited for its layers
 // (runtime.Mode).
-func (e *Engine) Finish(context.Context) error { return nil }
+func (e *Engine) Finish(context.Context) error { return e.rt.StateApplyFailed() }
 
 func (e *Engine) register(s *source) bool {
 	e.mu.Lock()
