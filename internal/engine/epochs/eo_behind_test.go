@@ -2,6 +2,7 @@ package epochs
 
 import (
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,56 +15,62 @@ import (
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/kafkatest/kfakehook"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/serde"
 	"github.com/weirstream/weir/statestore"
 	"github.com/weirstream/weir/third_party/kfake"
 	"github.com/weirstream/weir/topology"
 )
 
-// eoEngine is an exactly-once engine over a word count (in → counts →
-// out) on an embedded broker, its epochs ended by the test.
-func eoEngine(t *testing.T) (*Engine, *embedded.Broker) {
+// eoHarness drives claims of partition 0 of in on an exactly-once engine
+// over a word count (in → counts → out), its epochs ended by the test.
+type eoHarness struct {
+	t       *testing.T
+	e       *Engine
+	brokers []string
+	in, out string
+	group   string
+}
+
+// newEOHarness starts the engine on the brokers, whose topics in and out
+// (one partition each) exist; hooks are the runtime's.
+func newEOHarness(t *testing.T, brokers []string, in, out, appID string, hooks runtime.Hooks) *eoHarness {
 	t.Helper()
 	ctx := t.Context()
-	b, err := embedded.Start(ctx, embedded.Options{Topics: map[string]int32{"in": 1, "out": 1}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = b.Close() })
 	bld := topology.NewBuilder()
-	topology.NewStream(bld, "in", serde.String(), serde.String()).
-		GroupByKey().Count(topology.Materialized("counts")).ToStream().To("out")
+	topology.NewStream(bld, in, serde.String(), serde.String()).
+		GroupByKey().Count(topology.Materialized("counts")).ToStream().To(out)
 	topo, err := bld.Build()
 	require.NoError(t, err)
 	rt, err := runtime.New(runtime.Config{
-		ApplicationID: "eo-behind", Graph: topo.Graph(), Kafka: kafka.Config{Brokers: b.Addrs()},
-		Logger: slog.New(slog.DiscardHandler), Clock: time.Now, StateDir: t.TempDir(),
+		ApplicationID: appID, Graph: topo.Graph(), Kafka: kafka.Config{Brokers: brokers},
+		Logger: slog.New(slog.DiscardHandler), Clock: time.Now, StateDir: t.TempDir(), Hooks: hooks,
 	})
 	require.NoError(t, err)
-	require.NoError(t, rt.EnableExactlyOnce(ctx, "eo-behind-txn"))
+	require.NoError(t, rt.EnableExactlyOnce(ctx, appID+"-txn"))
 	e, err := New(rt, Config{EpochInterval: time.Hour})
 	require.NoError(t, err)
 	require.NoError(t, rt.Prepare(ctx))
 	t.Cleanup(func() { _ = rt.Close() })
-	return e, b
+	return &eoHarness{t: t, e: e, brokers: brokers, in: in, out: out, group: appID}
 }
 
-// eoClaim is a fakeClaim whose transactional offset commits need no
-// group generation.
-type eoClaim struct{ fakeClaim }
+// eoClaim is a fakeClaim of partition 0 of a topic, whose transactional
+// offset commits need no group generation.
+type eoClaim struct {
+	fakeClaim
+	topic, group string
+}
+
+func (c *eoClaim) Topic() string { return c.topic }
 
 func (c *eoClaim) GroupMetadata() kafka.GroupMetadata {
-	return kafka.GroupMetadata{GroupID: "eo-behind", GenerationID: -1}
-}
-
-// eoHarness drives claims of in/0 on an eoEngine.
-type eoHarness struct {
-	t *testing.T
-	e *Engine
-	b *embedded.Broker
+	return kafka.GroupMetadata{GroupID: c.group, GenerationID: -1}
 }
 
 // claim starts a claim of in/0 and returns it and its outcome.
 func (h *eoHarness) claim() (*eoClaim, chan error) {
-	c := &eoClaim{fakeClaim{records: make(chan kafka.Record, 8)}}
+	c := &eoClaim{fakeClaim: fakeClaim{records: make(chan kafka.Record, 8)}, topic: h.in, group: h.group}
 	done := make(chan error, 1)
 	go func() { done <- h.e.drv.Claim(h.t.Context(), c, h.e) }()
 	return c, done
@@ -71,8 +78,9 @@ func (h *eoHarness) claim() (*eoClaim, chan error) {
 
 // process has c process the record at off (key "a") and waits for it.
 func (h *eoHarness) process(c *eoClaim, off int64) {
-	c.records <- kafka.Record{Topic: "in", Partition: 0, Offset: off, Key: []byte("a"), Value: []byte("a"), Timestamp: time.UnixMilli(off + 1)}
-	require.Eventually(h.t, func() bool { return h.e.positions()[tp0] == off+1 }, 10*time.Second, time.Millisecond)
+	c.records <- kafka.Record{Topic: h.in, Partition: 0, Offset: off, Key: []byte("a"), Value: []byte("a"), Timestamp: time.UnixMilli(off + 1)}
+	tp := offsets.TopicPartition{Topic: h.in}
+	require.Eventually(h.t, func() bool { return h.e.positions()[tp] == off+1 }, 10*time.Second, time.Millisecond)
 }
 
 // endEpoch ends an epoch as the coordinator does; it must return while
@@ -90,11 +98,11 @@ func (h *eoHarness) endEpoch(c *eoClaim) {
 
 // committed returns the counts a read_committed reader sees in out.
 func (h *eoHarness) committed() []int64 {
-	recs, err := kafkatest.ReadStable(h.t.Context(), h.b.Addrs(), "out")
+	recs, err := kafkatest.ReadStable(h.t.Context(), h.brokers, h.out)
 	require.NoError(h.t, err)
 	var counts []int64
 	for _, r := range recs[0] {
-		n, err := serde.Int64().Deserialize("out", r.Value)
+		n, err := serde.Int64().Deserialize(h.out, r.Value)
 		require.NoError(h.t, err)
 		counts = append(counts, n)
 	}
@@ -118,10 +126,29 @@ func (h *eoHarness) query() (int64, bool) {
 	return n.(int64), true
 }
 
-// holdEndTxn makes the transaction coordinator answer every EndTxn with a
-// retriable error: the commit waits, retrying, until the fault is removed.
-func (h *eoHarness) holdEndTxn() *kfake.FaultHandle {
-	return kfakehook.Cluster(h.b).Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.ConcurrentTransactions, Count: -1})
+// committedEventually waits until a read_committed reader sees n counts
+// in out (Kafka writes a transaction's markers after EndTxn returns) and
+// returns them.
+func (h *eoHarness) committedEventually(n int) []int64 {
+	var seen []int64
+	require.Eventually(h.t, func() bool { seen = h.committed(); return len(seen) >= n }, 30*time.Second, 20*time.Millisecond)
+	return seen
+}
+
+// holdEndTxn makes the kfake transaction coordinator answer every EndTxn
+// with a retriable error: the commit waits, retrying, until the fault is
+// removed.
+func holdEndTxn(b *embedded.Broker) *kfake.FaultHandle {
+	return kfakehook.Cluster(b).Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.ConcurrentTransactions, Count: -1})
+}
+
+// eoKfake starts an embedded broker with the topics in and out and a
+// harness on it.
+func eoKfake(t *testing.T) (*eoHarness, *embedded.Broker) {
+	b, err := embedded.Start(t.Context(), embedded.Options{Topics: map[string]int32{"in": 1, "out": 1}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	return newEOHarness(t, b.Addrs(), "in", "out", "eo-behind", runtime.Hooks{}), b
 }
 
 // An exactly-once epoch end releases the barrier once the epoch is cut,
@@ -132,34 +159,49 @@ func (h *eoHarness) holdEndTxn() *kfake.FaultHandle {
 // sees exact counts, each epoch's once its transaction commits. Before,
 // the epoch end held every claim until EndTxn returned.
 func TestExactlyOnceEpochCommitsBehind(t *testing.T) {
-	e, b := eoEngine(t)
-	require.True(t, e.rt.CanCommitBehind())
-	h := &eoHarness{t: t, e: e, b: b}
-	c, claimed := h.claim()
-	h.process(c, 0) // a=1
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+		kafkatest.CreateTopic(t, env, in, 1)
+		kafkatest.CreateTopic(t, env, out, 1)
+		// The hook runs as the commit behind starts: it holds the
+		// transaction's commit while holding is set.
+		var holding atomic.Bool
+		committing, gate := make(chan struct{}, 1), make(chan struct{})
+		hooks := runtime.Hooks{Committing: func() {
+			if holding.Load() {
+				committing <- struct{}{}
+				<-gate
+			}
+		}}
+		h := newEOHarness(t, env.Config().Brokers, in, out, kafkatest.GroupID(t), hooks)
+		c, claimed := h.claim()
+		h.process(c, 0) // a=1
 
-	hold := h.holdEndTxn()
-	h.endEpoch(c)   // epoch 1 commits behind, held
-	h.process(c, 1) // a=2, on top of epoch 1's pending layer
-	_, ok := h.query()
-	require.False(t, ok, "a query saw the state of a transaction not committed")
-	require.Empty(t, h.committed())
+		holding.Store(true)
+		h.endEpoch(c) // epoch 1 commits behind, held
+		<-committing
+		holding.Store(false)
+		h.process(c, 1) // a=2, on top of epoch 1's pending layer; its output held
+		_, ok := h.query()
+		require.False(t, ok, "a query saw the state of a transaction not committed")
+		require.Empty(t, h.committed())
 
-	hold.Remove()
-	require.NoError(t, settle(t.Context(), e)) // epoch 1 committed; a=2 sent into epoch 2's transaction
-	require.Equal(t, []int64{1}, h.committed(), "the record processed during the commit is in the next transaction")
-	n, ok := h.query()
-	require.True(t, ok)
-	require.EqualValues(t, 1, n, "a query sees the committed epoch, not the one in progress")
+		close(gate)
+		require.NoError(t, settle(t.Context(), h.e)) // epoch 1 committed; a=2 sent into epoch 2's transaction
+		require.Equal(t, []int64{1}, h.committedEventually(1), "the record processed during the commit is in the next transaction")
+		n, ok := h.query()
+		require.True(t, ok)
+		require.EqualValues(t, 1, n, "a query sees the committed epoch, not the one in progress")
 
-	h.endEpoch(c)
-	require.NoError(t, settle(t.Context(), e))
-	require.Equal(t, []int64{1, 2}, h.committed())
-	require.Equal(t, int64(2), e.Epochs())
-	n, _ = h.query()
-	require.EqualValues(t, 2, n)
-	close(c.records)
-	require.NoError(t, <-claimed)
+		h.endEpoch(c)
+		require.NoError(t, settle(t.Context(), h.e))
+		require.Equal(t, []int64{1, 2}, h.committedEventually(2))
+		require.Equal(t, int64(2), h.e.Epochs())
+		n, _ = h.query()
+		require.EqualValues(t, 2, n)
+		close(c.records)
+		require.NoError(t, <-claimed)
+	})
 }
 
 // A transaction that aborts while the records of the next epoch are held
@@ -168,8 +210,8 @@ func TestExactlyOnceEpochCommitsBehind(t *testing.T) {
 // the records processed again from the committed offsets give exact
 // counts.
 func TestExactlyOnceAbortBehindDropsTheHeldRecords(t *testing.T) {
-	e, b := eoEngine(t)
-	h := &eoHarness{t: t, e: e, b: b}
+	h, b := eoKfake(t)
+	e := h.e
 	c, claimed := h.claim()
 	h.process(c, 0) // a=1
 	h.endEpoch(c)
@@ -177,7 +219,7 @@ func TestExactlyOnceAbortBehindDropsTheHeldRecords(t *testing.T) {
 	require.Equal(t, []int64{1}, h.committed())
 
 	h.process(c, 1) // a=2
-	hold := h.holdEndTxn()
+	hold := holdEndTxn(b)
 	h.endEpoch(c)
 	h.process(c, 2) // a=3, held
 	// The coordinator fences the producer at the end of epoch 2's commit.
