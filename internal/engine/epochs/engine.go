@@ -289,9 +289,9 @@ func (e *Engine) rewindSignal() <-chan struct{} {
 // aborts, the next epoch end (or a claim whose send failed because of it)
 // rewinds every claim under the barrier, dropping what they did since the
 // cut. At-least-once stateful topologies commit under the barrier (their
-// staged state reaches Badger behind it, runtime layers.go). The epoch log append and
-// the progress report always run in the background (epochWriter, in
-// order; the next commit does not wait for them). Background work is one
+// staged state reaches Badger behind it, runtime layers.go). The epoch
+// log append and the progress report always run in the background
+// (epochWriter, in order; the next commit does not wait for them). Background work is one
 // epoch at a time, in order: each epoch end first waits for the previous
 // one's and takes its error (settle), as does Run on its return, which
 // also drains the epoch log.
