@@ -70,22 +70,11 @@ func (t *txnOutput) Send(ctx context.Context, r kafka.Record) error {
 }
 
 // release sends the records held while the previous transaction
-// committed into the open one, in order, then lets Sends go to it again.
-// The first that fails dooms the transaction (heldSends.fail): the Sends
-// after it and the next commit return its error.
+// committed into the open one, in order, then lets Sends go to it again
+// (heldSends.release). The first that fails dooms the transaction: the
+// Sends after it and the next commit return its error.
 func (t *txnOutput) release(ctx context.Context) error {
-	for {
-		recs, done := t.held.take()
-		if done {
-			return t.held.failed()
-		}
-		for _, r := range recs {
-			if err := t.send(ctx, r); err != nil {
-				t.held.fail(err)
-				return err
-			}
-		}
-	}
+	return t.held.release(func(r kafka.Record) error { return t.send(ctx, r) })
 }
 
 // send is Send without the holding.

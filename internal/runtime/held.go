@@ -12,8 +12,9 @@ import (
 // refuses a record of the next transaction before EndTxn returns. The
 // tasks go on processing the next epoch meanwhile, and their outputs wait
 // here, in the order they were sent; once the next transaction has begun
-// the commit sends them, in order, and only then do Sends go to the
-// transaction again, so that no record overtakes one held before it.
+// the commit sends them, in order, while Sends wait, and only then do
+// Sends go to the transaction again, so that no record overtakes one held
+// before it.
 //
 // The records held are bounded (heldRecords, heldBytes): a Send past the
 // bound waits for the commit to send them. It waits holding the engine's
@@ -93,22 +94,29 @@ func (h *heldSends) full() bool {
 	return len(h.recs) >= h.maxRecords || h.bytes >= h.maxBytes
 }
 
-// take returns the records held so far and makes room for more; when none
-// are left it ends the holding (done true): Sends go to the transaction
-// again.
-func (h *heldSends) take() (recs []kafka.Record, done bool) {
+// release sends the records held, in order, with send, then ends the
+// holding: Sends go to the transaction again. It holds mu throughout, so
+// Sends wait meanwhile — none overtakes a held record — and it ends once
+// the records held when it began are sent, however fast the tasks go on.
+// The first send that fails dooms the transaction (as fail); its error is
+// returned, as is the doom of a transaction already failed.
+func (h *heldSends) release(send func(kafka.Record) error) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	defer h.cond.Broadcast()
-	recs, h.recs, h.bytes = h.recs, nil, 0
+	recs := h.recs
+	h.recs, h.bytes = nil, 0
 	if h.err != nil {
-		return nil, true
+		return h.err
 	}
-	if len(recs) == 0 {
-		h.on = false
-		return nil, true
+	for _, r := range recs {
+		if err := send(r); err != nil {
+			h.err = err
+			return err
+		}
 	}
-	return recs, false
+	h.on = false
+	return nil
 }
 
 // fail dooms the open transaction with err: the records held are dropped

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weirstream/weir/internal/kafka"
@@ -17,8 +18,9 @@ func heldRecord(i int) kafka.Record {
 }
 
 // Sends are held in order while a commit runs; past the bound a Send
-// waits until the commit takes the records, and the holding ends only
-// once none is left, so that no record overtakes one held before it.
+// waits until the commit releases the records, and the Sends that come
+// during the release wait for it, so that no record overtakes one held
+// before it.
 func TestHeldSendsKeepOrderWithinTheBound(t *testing.T) {
 	ctx := t.Context()
 	h := newHeldSends(2, 1<<20)
@@ -32,10 +34,11 @@ func TestHeldSendsKeepOrderWithinTheBound(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, held)
 	}
-	third := make(chan error, 1)
+	third := make(chan bool, 1)
 	go func() {
-		_, err := h.add(ctx, heldRecord(2))
-		third <- err
+		held, err := h.add(ctx, heldRecord(2))
+		assert.NoError(t, err)
+		third <- held
 	}()
 	select {
 	case <-third:
@@ -43,20 +46,12 @@ func TestHeldSendsKeepOrderWithinTheBound(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	var sent []string
-	recs, done := h.take()
-	require.False(t, done)
-	for _, r := range recs {
+	require.NoError(t, h.release(func(r kafka.Record) error {
 		sent = append(sent, string(r.Key))
-	}
-	require.NoError(t, <-third, "taking the records makes room")
-	recs, done = h.take()
-	require.False(t, done)
-	for _, r := range recs {
-		sent = append(sent, string(r.Key))
-	}
-	_, done = h.take()
-	require.True(t, done)
-	require.Equal(t, []string{"0", "1", "2"}, sent)
+		return nil
+	}))
+	require.Equal(t, []string{"0", "1"}, sent)
+	require.False(t, <-third, "the Send that waited goes to the transaction after the records held")
 	held, err = h.add(ctx, heldRecord(3))
 	require.NoError(t, err)
 	require.False(t, held, "the holding ended")
@@ -89,9 +84,10 @@ func TestHeldSendsWakeOnFailure(t *testing.T) {
 	held, err := h.add(ctx, heldRecord(2))
 	require.True(t, held)
 	require.ErrorIs(t, err, ErrRewind, "a Send after the failure went to the transaction")
-	recs, done := h.take()
-	require.True(t, done)
-	require.Empty(t, recs, "the records held were not dropped")
+	require.ErrorIs(t, h.release(func(kafka.Record) error {
+		t.Error("a record held was sent after the failure")
+		return nil
+	}), ErrRewind)
 
 	h.clear() // the engine rewound
 	held, err = h.add(ctx, heldRecord(3))
@@ -109,4 +105,31 @@ func TestHeldSendsWaitEndsWithTheContext(t *testing.T) {
 	defer cancel()
 	_, err = h.add(ctx, heldRecord(1))
 	require.True(t, errors.Is(err, context.DeadlineExceeded), "got %v", err)
+}
+
+// A held record that fails when released dooms the transaction: the
+// records after it are not sent, and Sends fail until the engine rewinds.
+func TestHeldSendsReleaseFailureDooms(t *testing.T) {
+	ctx := t.Context()
+	h := newHeldSends(10, 1<<20)
+	h.hold()
+	for i := range 3 {
+		_, err := h.add(ctx, heldRecord(i))
+		require.NoError(t, err)
+	}
+	boom := fmt.Errorf("%w: refused", ErrRewind)
+	var sent []string
+	err := h.release(func(r kafka.Record) error {
+		sent = append(sent, string(r.Key))
+		if len(sent) == 2 {
+			return boom
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, boom)
+	require.Equal(t, []string{"0", "1"}, sent)
+	require.ErrorIs(t, h.failed(), boom)
+	held, err := h.add(ctx, heldRecord(3))
+	require.True(t, held)
+	require.ErrorIs(t, err, boom, "a Send after the failed release went to the doomed transaction")
 }
