@@ -31,6 +31,11 @@ import (
 // discarded, the records held are dropped and every Send fails until the
 // engine has rewound (RewindBehind); committed layers still reach Badger.
 
+// PhaseHeldRelease is the sending of the records held during an
+// exactly-once commit behind into the next transaction: the tasks' Sends
+// wait meanwhile (held.go), though the barrier is not held.
+const PhaseHeldRelease = "held_release"
+
 // EpochCut is an epoch cut under the engine's barrier (CutBehind), for
 // CommitBehind to commit behind it.
 type EpochCut struct {
@@ -164,7 +169,7 @@ func (r *Runtime) commitCut(ctx context.Context, c *EpochCut, s kafka.Session, p
 	c.layer.commit()
 	err := r.applyFrozenLayer(ctx, c.layer)
 	r.ObservePhase(PhaseStateApply, &ph.StateApply, c.applyWait+time.Since(start))
-	if rerr := r.txn.release(ctx); rerr != nil {
+	if rerr := r.Timed(PhaseHeldRelease, nil, func() error { return r.txn.release(ctx) }); rerr != nil {
 		r.log.Warn("weir: an output held during the commit failed; the next epoch rewinds", "err", rerr)
 	}
 	return err
