@@ -27,7 +27,8 @@ type Progress struct {
 	// commit, or the transaction's, and moving staged state into Badger.
 	CommitDuration time.Duration
 	// CommittedBehind reports a commit made while the claims went on
-	// processing (at-least-once, stateless topology): processing stood
+	// processing (at-least-once with a stateless topology, or
+	// exactly-once: the transaction commits behind): processing stood
 	// still only for Phases.Paused.
 	CommittedBehind bool
 	// Phases is how long each phase of the epoch's end took.
@@ -42,7 +43,9 @@ type Progress struct {
 type Phases struct {
 	// Paused is how long processing stood still: the exclusive barrier
 	// held, from BarrierWait's end. It holds Punctuate and, unless the
-	// epoch committed behind, every phase of the commit.
+	// epoch committed behind, every phase of the commit; for an
+	// exactly-once epoch committed behind, the changelog flush and the
+	// freezing of the state (part of StateApply) only.
 	Paused time.Duration
 	// BarrierWait is the wait for the claims to finish the records they
 	// were processing.

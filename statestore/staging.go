@@ -87,12 +87,17 @@ type Staged interface {
 	// engine has applied the layer's Changes to the base and dropped it
 	// (see Layer). It returns nil if nothing is staged.
 	Freeze() *Layer
+	// FreezePending is Freeze for an epoch whose commit is still
+	// undecided: the layer is pending — read by the overlay, not by its
+	// committed views — until the engine calls its Commit or Discard.
+	FreezePending() *Layer
 	// Frozen returns how many frozen layers the overlay holds.
 	Frozen() int
 	// Committed returns a read-only view of base — a store of the
 	// overlay's kind over the same rows as the overlay's base, such as a
 	// reader for interactive queries — with the overlay's frozen layers
-	// over it, never its staging layer: the committed state. Writes to it
+	// over it, never its staging layer nor a pending layer (see
+	// FreezePending): the committed state. Writes to it
 	// fail; closing it closes base. Once the overlay is closed the view
 	// reads base alone.
 	Committed(base Store) (Store, error)

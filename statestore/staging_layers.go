@@ -18,6 +18,14 @@ import (
 // Reset (an abort) drops the staging layer only, since the frozen ones are
 // committed. Committed returns what an interactive query reads: the frozen
 // layers over a base, never the staging layer.
+//
+// An engine that commits an epoch while the next one runs (continuous
+// exactly-once: the transaction commits behind processing) freezes the
+// epoch's layer before its commit is decided (FreezePending): the overlay
+// reads it — the task's own writes — but a committed view does not, until
+// the engine marks it committed (Layer.Commit) once the transaction has
+// committed, or discards it (Layer.Discard) when it aborted. A pending
+// layer is always the newest: freeze nothing more until it is decided.
 
 // errReadOnly is the error of a write to a view (see Committed).
 var errReadOnly = errors.New("statestore: a committed view is read-only")
@@ -28,6 +36,9 @@ type layer struct {
 	idx    indexed
 	cutoff int64 // noCutoff if none
 	puts   int   // staged puts (the rest of idx are deletes)
+	// pending is set while the layer's commit is undecided (see
+	// FreezePending); guarded by the stack's mu.
+	pending bool
 }
 
 // frozenStack holds an overlay's frozen layers, oldest first. Its views
@@ -64,17 +75,50 @@ func (l *Layer) Drop() {
 	l.stack.layers = slices.DeleteFunc(l.stack.layers, func(x *layer) bool { return x == l.l })
 }
 
+// Commit marks a pending layer (FreezePending) committed, once its epoch
+// committed: committed views read it from then on, and it is applied and
+// dropped as Freeze's layers are. On a committed layer it does nothing.
+func (l *Layer) Commit() {
+	l.stack.mu.Lock()
+	defer l.stack.mu.Unlock()
+	l.l.pending = false
+}
+
+// Discard removes a pending layer from the overlay's reads, when its
+// epoch aborted: its writes never reach the base. A committed layer is
+// not discarded (its writes are committed; apply it, then Drop), nor is a
+// layer discarded twice or after the overlay closed.
+func (l *Layer) Discard() {
+	l.stack.mu.Lock()
+	defer l.stack.mu.Unlock()
+	l.stack.layers = slices.DeleteFunc(l.stack.layers, func(x *layer) bool { return x == l.l && x.pending })
+}
+
+// Pending reports whether the layer's commit is still undecided.
+func (l *Layer) Pending() bool {
+	l.stack.mu.RLock()
+	defer l.stack.mu.RUnlock()
+	return l.l.pending
+}
+
 // Freeze ends the staging layer: its writes, and its staged ExpireBefore,
 // become a frozen layer that reads see beneath a new, empty staging layer,
 // until Drop. It returns nil, and changes nothing, if nothing is staged.
 // Staged bytes count the staging layer only.
-func (s *staging[B]) Freeze() *Layer {
+func (s *staging[B]) Freeze() *Layer { return s.freeze(false) }
+
+// FreezePending is Freeze for an epoch whose commit is not decided yet:
+// the layer is pending — the overlay reads it, committed views do not —
+// until Layer.Commit or Layer.Discard.
+func (s *staging[B]) FreezePending() *Layer { return s.freeze(true) }
+
+func (s *staging[B]) freeze(pending bool) *Layer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() || s.view || (s.idx.tree.Len() == 0 && s.cutoff == noCutoff) {
 		return nil
 	}
-	l := &layer{idx: s.idx, cutoff: s.cutoff, puts: s.puts}
+	l := &layer{idx: s.idx, cutoff: s.cutoff, puts: s.puts, pending: pending}
 	s.frozen.mu.Lock()
 	s.frozen.layers = append(s.frozen.layers, l)
 	s.frozen.mu.Unlock()
@@ -87,6 +131,21 @@ func (s *staging[B]) Frozen() int {
 	s.frozen.mu.RLock()
 	defer s.frozen.mu.RUnlock()
 	return len(s.frozen.layers)
+}
+
+// readable returns the frozen layers a read of s sees, oldest first: all
+// of them, or for a committed view those no longer pending (pending layers
+// are the newest). The caller holds rlock.
+func (s *staging[B]) readable() []*layer {
+	ls := s.frozen.layers
+	if !s.view {
+		return ls
+	}
+	n := len(ls)
+	for n > 0 && ls[n-1].pending {
+		n--
+	}
+	return ls[:n]
 }
 
 // viewOf sets v up as a read-only view of base (a store of the overlay's
@@ -116,7 +175,7 @@ func (s *staging[B]) rlock() func() {
 // the latest staged ExpireBefore of every layer. The caller holds rlock.
 func (s *staging[B]) hidden() int64 {
 	c := s.cutoff
-	for _, l := range s.frozen.layers {
+	for _, l := range s.readable() {
 		c = max(c, l.cutoff)
 	}
 	return c
@@ -130,8 +189,9 @@ func (s *staging[B]) hiddenFrom(t time.Time) time.Time { return maxMilli(t, s.hi
 // after the staging layer had no answer: see lookup. The caller holds
 // rlock.
 func (s *staging[B]) lookupFrozen(e entry) (value []byte, ok, fromBase bool) {
-	for i := len(s.frozen.layers) - 1; i >= 0; i-- {
-		l := s.frozen.layers[i]
+	layers := s.readable()
+	for i := len(layers) - 1; i >= 0; i-- {
+		l := layers[i]
 		if it, found := l.idx.get(e); found {
 			if it.del {
 				return nil, false, false
@@ -151,12 +211,13 @@ func (s *staging[B]) lookupFrozen(e entry) (value []byte, ok, fromBase bool) {
 // entries that a newer layer's ExpireBefore hides are skipped. The caller
 // holds rlock.
 func (s *staging[B]) sources(m *mergedIter, seek *entry, step func(cur *btreeCursor[entry], item entry) (skip, stop bool)) {
-	m.overs = make([]overSource, 0, 1+len(s.frozen.layers))
+	layers := s.readable()
+	m.overs = make([]overSource, 0, 1+len(layers))
 	next, closeFn := treeSource(&s.idx, seek, step)
 	m.overs = append(m.overs, overSource{next: next, close: closeFn})
 	hide := s.cutoff
-	for i := len(s.frozen.layers) - 1; i >= 0; i-- {
-		l := s.frozen.layers[i]
+	for i := len(layers) - 1; i >= 0; i-- {
+		l := layers[i]
 		h := hide
 		filtered := step
 		if h != noCutoff {
@@ -176,7 +237,7 @@ func (s *staging[B]) sources(m *mergedIter, seek *entry, step func(cur *btreeCur
 // frozenEntries returns how many puts and deletes the frozen layers
 // stage. The caller holds rlock.
 func (s *staging[B]) frozenEntries() (puts, dels int) {
-	for _, l := range s.frozen.layers {
+	for _, l := range s.readable() {
 		puts += l.puts
 		dels += l.idx.tree.Len() - l.puts
 	}

@@ -10,11 +10,15 @@ import (
 
 // The layer tests drive an overlay as an engine that applies committed
 // epochs behind processing does: an epoch that commits is frozen (Freeze),
-// an aborted one dropped (Reset), and the oldest frozen layer is applied
-// to the base (Changes, then Drop) at random moments. Every read of the
-// overlay must equal the processor's state (current), every read of its
-// committed view the state of the last frozen epoch, and the base after
-// each applied layer the state of that layer's epoch.
+// or frozen pending while its commit runs behind (FreezePending) and then
+// marked committed (Layer.Commit) or, when it aborts, discarded with the
+// epoch in progress (Layer.Discard, Reset); an aborted epoch is dropped
+// (Reset); and the oldest committed layer is applied to the base
+// (Changes, then Drop) at random moments, pending or not. Every read of
+// the overlay must equal the processor's state (current), every read of
+// its committed view the state of the last committed epoch (never a
+// pending one), and the base after each applied layer the state of that
+// layer's epoch.
 
 // layered is the model of an overlay with frozen layers.
 type layered[M any] struct {
@@ -22,32 +26,67 @@ type layered[M any] struct {
 	st      Staged
 	clone   func(M) M
 	current M
-	// frozen are the states after each frozen layer not yet applied,
-	// oldest first; committed is the newest frozen state, or the base's.
+	// frozen are the states after each committed layer not yet applied,
+	// oldest first; committed is the newest committed state, or the
+	// base's.
 	frozen    []M
 	committed M
 	layers    []*Layer
+	// inFlight is set while an epoch's commit is undecided: pending is its
+	// layer (nil if it staged nothing), pendingState its state.
+	inFlight     bool
+	pending      *Layer
+	pendingState M
 }
 
-// endEpoch ends an epoch in one of three ways, or applies the oldest layer
-// with apply, and returns the state the base must hold after it (ok true)
-// when a layer was applied.
+// step ends an epoch in one of several ways, decides the epoch in flight,
+// or applies the oldest committed layer with apply, and returns the state
+// the base must hold after it (ok true) when a layer was applied.
 func (m *layered[M]) step(r *rand.Rand, apply func(Change)) (base M, applied bool) {
-	switch r.IntN(4) {
-	case 0, 1: // the epoch committed
+	switch r.IntN(6) {
+	case 0: // the epoch committed (under the barrier)
+		if m.inFlight {
+			return base, false // one epoch at a time: the engine settles first
+		}
 		if l := m.st.Freeze(); l != nil {
 			m.layers = append(m.layers, l)
 			m.frozen = append(m.frozen, m.clone(m.current))
 		}
 		m.committed = m.clone(m.current)
 		require.Zero(m.t, m.st.StagedBytes())
-	case 2: // aborted: back to the last committed epoch, frozen layers kept
+	case 1: // the epoch commits behind: frozen pending
+		if m.inFlight {
+			return base, false
+		}
+		m.inFlight, m.pending, m.pendingState = true, m.st.FreezePending(), m.clone(m.current)
+		require.Zero(m.t, m.st.StagedBytes())
+		require.True(m.t, m.pending == nil || m.pending.Pending())
+	case 2: // the epoch in flight committed
+		if !m.inFlight {
+			return base, false
+		}
+		if m.pending != nil {
+			m.pending.Commit()
+			require.False(m.t, m.pending.Pending())
+			m.layers = append(m.layers, m.pending)
+			m.frozen = append(m.frozen, m.pendingState)
+		}
+		m.committed = m.pendingState
+		m.inFlight, m.pending = false, nil
+	case 3: // aborted: back to the last committed epoch, committed layers kept
+		if m.inFlight {
+			if m.pending != nil {
+				m.pending.Discard()
+			}
+			m.inFlight, m.pending = false, nil
+		}
 		m.st.Reset()
 		m.current = m.clone(m.committed)
 	default:
 		if len(m.layers) == 0 {
 			return base, false
 		}
+		m.layers[0].Discard() // committed: not discarded
 		changes, err := m.layers[0].Changes()
 		require.NoError(m.t, err)
 		for _, c := range changes {
@@ -56,7 +95,11 @@ func (m *layered[M]) step(r *rand.Rand, apply func(Change)) (base M, applied boo
 		m.layers[0].Drop()
 		base = m.frozen[0]
 		m.layers, m.frozen = m.layers[1:], m.frozen[1:]
-		require.Equal(m.t, len(m.layers), m.st.Frozen())
+		held := len(m.layers)
+		if m.pending != nil {
+			held++
+		}
+		require.Equal(m.t, held, m.st.Frozen())
 		return base, true
 	}
 	return base, false
@@ -236,6 +279,49 @@ func TestStagedAbortKeepsTheFrozenLayer(t *testing.T) {
 	v, _ = getKV(t, s, "a")
 	require.Equal(t, "1", v)
 	require.Nil(t, s.Freeze(), "nothing staged")
+}
+
+// A pending layer (its transaction commits behind processing) is read by
+// the overlay — the task's own writes — but not by the committed view
+// until it is marked committed; an abort discards it with the epoch in
+// progress, and a committed layer is never discarded.
+func TestStagedPendingLayer(t *testing.T) {
+	s, err := NewStagedKeyValue(NewInMemoryKeyValue("kv"), 1<<20)
+	require.NoError(t, err)
+	view, err := s.Committed(s.Base())
+	require.NoError(t, err)
+	require.NoError(t, s.Put([]byte("a"), []byte("1")))
+	first := s.FreezePending()
+	require.True(t, first.Pending())
+	require.NoError(t, s.Put([]byte("b"), []byte("1")))
+	v, ok := getKV(t, s, "a")
+	require.True(t, ok, "the task reads its pending layer")
+	require.Equal(t, "1", v)
+	_, ok = getKV(t, view.(KeyValueStore), "a")
+	require.False(t, ok, "a query saw a pending layer")
+	require.Empty(t, rangeKV(t, view.(KeyValueStore), nil, nil))
+
+	first.Commit()
+	v, ok = getKV(t, view.(KeyValueStore), "a")
+	require.True(t, ok, "a query does not see the layer once committed")
+	require.Equal(t, "1", v)
+	first.Discard()
+	require.Equal(t, 1, s.Frozen(), "a committed layer was discarded")
+
+	second := s.FreezePending() // b=1
+	require.NoError(t, s.Put([]byte("c"), []byte("1")))
+	_, ok = getKV(t, view.(KeyValueStore), "b")
+	require.False(t, ok)
+	second.Discard() // its transaction aborted
+	s.Reset()
+	require.Equal(t, 1, s.Frozen())
+	_, ok = getKV(t, s, "b")
+	require.False(t, ok, "the discarded layer is still read")
+	_, ok = getKV(t, s, "c")
+	require.False(t, ok)
+	require.Equal(t, []kv{{"a", "1"}}, rangeKV(t, s, nil, nil))
+	second.Commit() // too late: discarded layers stay gone
+	require.Equal(t, 1, s.Frozen())
 }
 
 // The engine freezes and writes on the task's goroutine, applies and drops

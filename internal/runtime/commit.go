@@ -43,7 +43,9 @@ type Positions map[offsets.TopicPartition]int64
 // rejoins, rather than process on as a zombie.
 //
 // Exactly-once: the open transaction commits with the offsets inside it
-// (see exactly_once.go); errors that abort it wrap ErrRewind.
+// (see exactly_once.go); errors that abort it wrap ErrRewind. Commit does
+// all of it with the tasks stopped; the continuous engine's epochs cut
+// under its barrier and commit behind it instead (commit_behind.go).
 //
 // First every task's changelog is flushed: one record per key changed
 // since the last Commit, with its latest value (processor's
@@ -126,7 +128,9 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 func (r *Runtime) flushFailed(ctx context.Context, err error) error {
 	if errors.Is(err, ErrRewind) && r.txn != nil {
 		r.dropStaged()
-		return r.txn.recover(ctx, err)
+		err = r.txn.recover(ctx, err)
+		r.txn.held.clear()
+		return err
 	}
 	return err
 }
@@ -159,40 +163,6 @@ func (r *Runtime) commitKafka(ctx context.Context, positions Positions, s kafka.
 	}
 	r.aliveAt = sent
 	return nil
-}
-
-// Stateless reports a topology without state stores: its tasks stage no
-// state and write no changelog, so an epoch's commit is its outputs' and
-// its offsets' alone (see CommitBehind).
-func (r *Runtime) Stateless() bool {
-	for _, st := range r.cfg.Graph.Subtopologies {
-		if len(st.Stores) > 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// CanCommitBehind reports whether epochs may commit with CommitBehind:
-// at-least-once, and a stateless topology.
-func (r *Runtime) CanCommitBehind() bool { return r.txn == nil && r.Stateless() }
-
-// CommitBehind is the at-least-once Commit of an epoch of a stateless
-// topology (CanCommitBehind), made while the tasks go on processing: it
-// waits until every output sent before the call is acknowledged — those
-// of the records up to positions, taken before the call, and perhaps some
-// of the records after them — then commits the offsets in positions. An
-// offset is thus committed only once every output of the records before
-// it is acknowledged, as Commit does, without stopping the tasks for it.
-// Its errors are Commit's: a delivery failure (fatal), ErrCommitLater,
-// ErrRewind when the member was removed from the group. There is nothing
-// to check before it (no changelog, see checkMembership), to flush or to
-// apply. Calls must not overlap one another or a Commit.
-func (r *Runtime) CommitBehind(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) error {
-	if ph == nil {
-		ph = &Phases{}
-	}
-	return r.observeCommit(positions, func() error { return r.commitKafka(ctx, positions, s, ph) })
 }
 
 // checkMembership keeps a removed member from writing its epoch's
@@ -243,6 +213,7 @@ func (r *Runtime) Rewind(ctx context.Context, cause error) error {
 		return nil
 	}
 	err := r.txn.recover(ctx, cause)
+	r.txn.held.clear() // the records held, if any, are the rewound epoch's
 	if !errors.Is(err, ErrRewind) {
 		return err
 	}

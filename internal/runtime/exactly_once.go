@@ -28,6 +28,11 @@ type txnOutput struct {
 	// retry delivers (see explainOutput), returned from then on.
 	rewinds int
 	fatal   error
+	// held are the records sent while a transaction commits behind
+	// processing (held.go).
+	held *heldSends
+	// beforeCommit, if set, runs before a transaction's commit (tests).
+	beforeCommit func()
 }
 
 // EnableExactlyOnce switches the runtime to transactional output: a
@@ -47,15 +52,33 @@ func (r *Runtime) EnableExactlyOnce(ctx context.Context, transactionalID string)
 		_ = sess.Close()
 		return fmt.Errorf("runtime: %w", err)
 	}
-	t := &txnOutput{rt: r, sess: sess, last: Positions{}}
+	t := &txnOutput{rt: r, sess: sess, last: Positions{}, held: newHeldSends(heldRecords, heldBytes)}
 	r.txn = t
 	r.UseTransactions(t)
 	return nil
 }
 
-// Send adds r to the open transaction. An error that dooms the
-// transaction wraps ErrRewind: the engine rewinds instead of stopping.
+// Send adds r to the open transaction, or, while a transaction commits
+// behind processing, holds it for the next one (held.go). An error that
+// dooms the transaction wraps ErrRewind: the engine rewinds instead of
+// stopping.
 func (t *txnOutput) Send(ctx context.Context, r kafka.Record) error {
+	if held, err := t.held.add(ctx, r); held || err != nil {
+		return err
+	}
+	return t.send(ctx, r)
+}
+
+// release sends the records held while the previous transaction
+// committed into the open one, in order, then lets Sends go to it again
+// (heldSends.release). The first that fails dooms the transaction: the
+// Sends after it and the next commit return its error.
+func (t *txnOutput) release(ctx context.Context) error {
+	return t.held.release(func(r kafka.Record) error { return t.send(ctx, r) })
+}
+
+// send is Send without the holding.
+func (t *txnOutput) send(ctx context.Context, r kafka.Record) error {
 	err := t.sess.Send(ctx, r)
 	if err == nil {
 		t.sent.Add(1)
@@ -84,12 +107,23 @@ func (t *txnOutput) commit(ctx context.Context, positions Positions, s kafka.Ses
 		// A transaction that cannot commit: no waiting for its records.
 		return t.fatal
 	}
+	if err := t.held.failed(); err != nil {
+		// A record held during the previous commit failed when sent: a
+		// commit under the barrier ends the doomed transaction (CutBehind
+		// has checked before a commit behind).
+		err = t.recover(ctx, err)
+		t.held.clear()
+		return err
+	}
 	if s == nil || (t.sent.Load() == 0 && maps.Equal(positions, t.last)) {
 		return nil
 	}
 	offs := make(map[txn.TopicPartition]int64, len(positions))
 	for tp, next := range positions {
 		offs[txn.TopicPartition(tp)] = next
+	}
+	if t.beforeCommit != nil {
+		t.beforeCommit()
 	}
 	err := t.sess.Commit(ctx, offs, s.GroupMetadata())
 	if err == nil {

@@ -15,3 +15,6 @@ func DBReader(r *Runtime, store string, partition int32) (statestore.Store, erro
 	}
 	return r.db.Reader(info.Spec, partition)
 }
+
+// SetBeforeTxnCommit makes fn run before each transaction's commit.
+func SetBeforeTxnCommit(r *Runtime, fn func()) { r.txn.beforeCommit = fn }

@@ -33,6 +33,15 @@ import (
 //     one batch with the checkpoints, once job 1 read them), then
 //     Layer.Drop.
 //
+// An exactly-once epoch that commits behind processing (CutBehind,
+// commit_behind.go) freezes its layer pending before its transaction
+// commits: its task reads it, queries (committedView) do not; once the
+// transaction committed it is marked committed and the two jobs follow as
+// for any layer, its checkpoints read before the next epoch is cut (and so
+// before its changelog records are written). If the transaction aborts,
+// the pending layer is discarded; it is never in the applier's queue, so
+// nothing waits for it.
+//
 // An abort drops the staging layer only: frozen layers are committed and
 // still reach Badger. A task's release waits for the applier before its
 // stores close and its partitions go to the standbys, and a task's
@@ -133,10 +142,16 @@ func (r *Runtime) waitCheckpointed() error {
 // applyCommitted freezes the epoch's state writes, after its Kafka
 // commit, and applies them to Badger: now, or behind (ApplyStateBehind).
 func (r *Runtime) applyCommitted(ctx context.Context) error {
-	l, err := r.freezeStaged()
+	l, err := r.freezeStaged(false)
 	if err != nil || l == nil {
 		return err
 	}
+	return r.applyFrozen(ctx, l)
+}
+
+// applyFrozen applies a committed layer to Badger: now, or behind
+// (ApplyStateBehind).
+func (r *Runtime) applyFrozen(ctx context.Context, l *epochLayer) error {
 	if r.layers.behind == nil {
 		err := r.checkpoint(ctx, l)
 		if err == nil {
@@ -157,12 +172,17 @@ func (r *Runtime) applyCommitted(ctx context.Context) error {
 	return nil
 }
 
-// freezeStaged freezes every task's staging layers; nil if none wrote.
-func (r *Runtime) freezeStaged() (*epochLayer, error) {
+// freezeStaged freezes every task's staging layers, pending (see
+// statestore.Staged.FreezePending) or committed; nil if none wrote.
+func (r *Runtime) freezeStaged(pending bool) (*epochLayer, error) {
 	var l epochLayer
 	err := r.tasks.eachTask(func(t *Task) error {
 		for _, st := range t.staged {
-			if fl := st.Freeze(); fl != nil {
+			freeze := st.Freeze
+			if pending {
+				freeze = st.FreezePending
+			}
+			if fl := freeze(); fl != nil {
 				l.stores = append(l.stores, frozenStore{layer: fl, spec: st.spec, partition: t.id.Partition, writer: t.writer})
 			}
 		}
@@ -172,6 +192,26 @@ func (r *Runtime) freezeStaged() (*epochLayer, error) {
 		return nil, err
 	}
 	return &l, nil
+}
+
+// commit marks a pending layer committed: queries read it from then on.
+func (l *epochLayer) commit() {
+	if l == nil {
+		return
+	}
+	for _, fs := range l.stores {
+		fs.layer.Commit()
+	}
+}
+
+// discard drops a pending layer whose transaction aborted.
+func (l *epochLayer) discard() {
+	if l == nil {
+		return
+	}
+	for _, fs := range l.stores {
+		fs.layer.Discard()
+	}
 }
 
 // checkpoint reads the changelog end offsets of the logged store

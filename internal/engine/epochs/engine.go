@@ -49,9 +49,9 @@ type Engine struct {
 	cfg Config
 
 	// barrier separates processing from epoch ends: claims hold it shared
-	// while they process a record, an epoch end holds it exclusively, so
-	// the offsets it commits are exactly those of the records whose outputs
-	// it commits.
+	// while they process a record, an epoch end holds it exclusively while
+	// it cuts the epoch, so the offsets it commits are exactly those of the
+	// records whose outputs it commits.
 	barrier sync.RWMutex
 	epochs  atomic.Int64
 	// rows counts the records processed in the open epoch; lastEnd is
@@ -83,10 +83,11 @@ type Engine struct {
 }
 
 // behindWork is the part of an epoch end that runs while the claims go on
-// processing: an at-least-once commit of a stateless topology
-// (runtime.CommitBehind), then the hand-over of its epoch to the epoch
-// log (committed). The next epoch end, or Run's return, waits for it and
-// takes its error.
+// processing: the commit of an epoch cut under the barrier
+// (runtime.CommitBehind: an at-least-once stateless topology's flush and
+// offset commit, or an exactly-once transaction's commit), then the
+// hand-over of its epoch to the epoch log (committed). The next epoch
+// end, a claim's abort, or Run's return waits for it and takes its error.
 type behindWork struct {
 	ctx  context.Context
 	done chan struct{}
@@ -276,13 +277,21 @@ func (e *Engine) rewindSignal() <-chan struct{} {
 //
 // Processing stops (the exclusive barrier) only for as long as the epoch
 // needs a consistent cut: the punctuators run and the positions are read
-// under it. With behind set (the coordinator's epochs) an at-least-once
-// epoch of a stateless topology then commits in the background while the
-// claims go on (runtime.CommitBehind); the others commit under the
-// barrier (a transaction can only commit after its sends, and staged
-// state only reaches Badger after the commit). The epoch log append and
-// the progress report always run in the background (epochWriter, in
-// order; the next commit does not wait for them). Background work is one
+// under it. With behind set (the coordinator's epochs) and when the
+// runtime can (runtime.CanCommitBehind), the epoch is then cut
+// (runtime.CutBehind: under exactly-once the record caches and the
+// changelogs are flushed into the transaction, the staged state is frozen
+// into a pending layer and the claims' sends are held from then on), the
+// barrier is released, and the epoch commits in the background while the
+// claims go on (runtime.CommitBehind): an at-least-once stateless
+// topology's flush and offset commit, or the transaction's commit, after
+// which the held sends go into the next transaction. If that transaction
+// aborts, the next epoch end (or a claim whose send failed because of it)
+// rewinds every claim under the barrier, dropping what they did since the
+// cut. At-least-once stateful topologies commit under the barrier (their
+// staged state reaches Badger behind it, runtime layers.go). The epoch
+// log append and the progress report always run in the background
+// (epochWriter, in order; the next commit does not wait for them). Background work is one
 // epoch at a time, in order: each epoch end first waits for the previous
 // one's and takes its error (settle), as does Run on its return, which
 // also drains the epoch log.
@@ -325,12 +334,19 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) err
 	}
 	pos := e.positions()
 	if behind && e.rt.CanCommitBehind() {
+		cut, err := e.rt.CutBehind(ctx, pos, &ph)
+		switch {
+		case errors.Is(err, runtime.ErrRewind):
+			return e.abortLocked(ctx, err)
+		case err != nil:
+			return fmt.Errorf("continuous: %w", err)
+		}
 		rows, last := e.rows.Swap(0), e.lastEnd
 		e.lastEnd = now
 		unlock()
 		e.goBehind(ctx, func(bctx context.Context) error {
 			start := time.Now()
-			err := e.rt.CommitBehind(bctx, pos, s, &ph)
+			err := e.rt.CommitBehind(bctx, cut, s, &ph)
 			took := time.Since(start)
 			switch {
 			case errors.Is(err, runtime.ErrCommitLater):
@@ -367,20 +383,54 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) err
 }
 
 // goBehind runs fn in the background as the epoch's behindWork. Its
-// context is ctx, but the epoch log append is not cut short by a stop.
+// context is ctx, but the epoch log append is not cut short by a stop;
+// nor, under exactly-once, is the transaction's commit, which a stop lets
+// finish for up to stopGrace (a commit cut short would leave its outcome
+// unknown, and the records held for the next transaction unsent).
 func (e *Engine) goBehind(ctx context.Context, fn func(context.Context) error) {
 	w := &behindWork{ctx: ctx, done: make(chan struct{})}
 	e.behind = w
+	fctx, cancel := ctx, context.CancelFunc(func() {})
+	if e.rt.ExactlyOnce() {
+		fctx, cancel = afterStop(ctx, stopGrace)
+	}
 	go func() {
 		defer close(w.done)
-		w.err = fn(ctx)
+		defer cancel()
+		w.err = fn(fctx)
 	}()
+}
+
+// stopGrace bounds an exactly-once commit behind after a stop.
+const stopGrace = 30 * time.Second
+
+// afterStop returns a context that ends grace after ctx does.
+func afterStop(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var timer *time.Timer
+	var mu sync.Mutex
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		timer = time.AfterFunc(grace, cancel)
+	})
+	return c, func() {
+		stop()
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel()
+	}
 }
 
 // settle waits for the background work of the previous epoch end and
 // takes its outcome: a deferred offset commit is reported (the next
-// commit carries it), a member removed from its group rewinds (rewound
-// true: the epoch end in progress has nothing to commit), a commit cut
+// commit carries it), a member removed from its group or an aborted
+// transaction rewinds (rewound true: the epoch end in progress has
+// nothing to commit; what the claims did since the cut is dropped,
+// runtime.RewindBehind), a commit cut
 // short by a stop is left to the claims' last commits, any other error is
 // returned (fatal). The caller holds endMu.
 func (e *Engine) settle(ctx context.Context) (rewound bool, err error) {
@@ -397,8 +447,11 @@ func (e *Engine) settle(ctx context.Context) (rewound bool, err error) {
 		e.report(fmt.Errorf("continuous: %w", err))
 		return false, nil
 	case errors.Is(err, runtime.ErrRewind):
+		// Sends waiting for room among the records held (holding the
+		// barrier shared) were woken by the failure: the barrier comes.
 		e.barrier.Lock()
 		defer e.barrier.Unlock()
+		e.rt.RewindBehind(err)
 		return true, e.abortLocked(ctx, err)
 	case w.ctx.Err() != nil && runtime.Stopped(w.ctx, err):
 		return false, nil
@@ -443,7 +496,16 @@ func (e *Engine) committed(now time.Time, pos runtime.Positions, took time.Durat
 
 // abort rewinds after a Send doomed the transaction (see claim), unless
 // another claim already rewound the session the claim belongs to.
+//
+// It first settles the commit running behind, if any: the transaction is
+// not ended twice at once, and if that commit failed its rewind is this
+// one (the claim's Send failed because of it).
 func (e *Engine) abort(ctx context.Context, cause error, session <-chan struct{}) error {
+	e.endMu.Lock()
+	defer e.endMu.Unlock()
+	if rewound, err := e.settle(ctx); rewound || err != nil {
+		return err
+	}
 	e.barrier.Lock()
 	defer e.barrier.Unlock()
 	select {

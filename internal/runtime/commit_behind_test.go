@@ -1,0 +1,103 @@
+package runtime_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/statestore"
+)
+
+// An exactly-once epoch cut (CutBehind) commits behind (CommitBehind)
+// while its task goes on: a record processed during the commit reads the
+// epoch's pending state, a query does not until the transaction has
+// committed, and the record's output, held meanwhile, is in the next
+// transaction. A read_committed reader sees exact counts, each epoch's
+// once it commits. On kfake and, with KAFKA_BROKERS, on Kafka.
+func TestExactlyOnceCommitBehindHoldsTheNextEpoch(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		topo, in, out := countTopology(t, env)
+		ctx := context.Background()
+		rt := layersRuntime(t, env, topo.Graph(), kafkatest.GroupID(t), nil)
+		defer func() { require.NoError(t, rt.Close()) }()
+		committing, gate := make(chan struct{}, 4), make(chan struct{})
+		runtime.SetBeforeTxnCommit(rt, func() {
+			committing <- struct{}{}
+			<-gate
+		})
+		require.True(t, rt.CanCommitBehind())
+		task, err := rt.Tasks().Acquire(ctx, processor.TaskID{Subtopology: 0, Partition: 0}, 1)
+		require.NoError(t, err)
+		offset := int64(0)
+		process := func() {
+			require.NoError(t, task.Process(ctx, kafka.Record{Topic: in, Partition: 0, Offset: offset, Key: []byte("k"), Value: []byte("k"), Timestamp: time.UnixMilli(offset + 1)}))
+			offset++
+		}
+		query := func() (int64, bool) {
+			s, err := rt.QueryStore("counts", 0)
+			require.NoError(t, err)
+			defer s.Close()
+			v, ok, err := s.(statestore.KeyValueStore).Get([]byte("k"))
+			require.NoError(t, err)
+			if !ok {
+				return 0, false
+			}
+			info, err := rt.Store("counts")
+			require.NoError(t, err)
+			n, err := info.Codec.DecodeValue(v)
+			require.NoError(t, err)
+			return n.(int64), true
+		}
+		counts := func() []int64 {
+			var cs []int64
+			for _, rec := range kafkatest.ReadCommitted(t, env, out) {
+				n, err := serde.Int64().Deserialize(out, rec.Value)
+				require.NoError(t, err)
+				cs = append(cs, n)
+			}
+			return cs
+		}
+		commitBehind := func() chan error {
+			cut, err := rt.CutBehind(ctx, runtime.Positions{}, nil)
+			require.NoError(t, err)
+			done := make(chan error, 1)
+			go func() { done <- rt.CommitBehind(ctx, cut, noOffsets{}, nil) }()
+			return done
+		}
+
+		process() // k=1
+		first := commitBehind()
+		<-committing // epoch 1's commit holds
+		process()    // k=2: on top of the pending layer, its output held
+		_, ok := query()
+		require.False(t, ok, "a query saw the state of a transaction not committed")
+		gate <- struct{}{}
+		require.NoError(t, <-first)
+		// Eventually: Kafka writes a transaction's markers after EndTxn
+		// returns. The second record's output, in the open transaction,
+		// never shows.
+		var seen []int64
+		require.Eventually(t, func() bool { seen = counts(); return len(seen) > 0 }, 30*time.Second, 50*time.Millisecond)
+		require.Equal(t, []int64{1}, seen, "the record processed during the commit is in the next transaction")
+		n, ok := query()
+		require.True(t, ok)
+		require.EqualValues(t, 1, n)
+
+		second := commitBehind()
+		<-committing
+		gate <- struct{}{}
+		require.NoError(t, <-second)
+		require.Eventually(t, func() bool { seen = counts(); return len(seen) > 1 }, 30*time.Second, 50*time.Millisecond)
+		require.Equal(t, []int64{1, 2}, seen)
+		n, _ = query()
+		require.EqualValues(t, 2, n)
+		rt.Tasks().Release(task)
+	})
+}
