@@ -46,6 +46,8 @@ type EpochCut struct {
 	txn       bool
 	layer     *epochLayer
 	applyWait time.Duration
+	// decided ends the wait of waitApplied for the layer (layers.go).
+	decided func()
 }
 
 // Stateless reports a topology without state stores: its tasks stage no
@@ -119,6 +121,7 @@ func (r *Runtime) cut(ctx context.Context, c *EpochCut, ph *Phases) error {
 	}
 	c.layer = l
 	c.applyWait += time.Since(start)
+	c.decided = r.layers.cutPending()
 	r.txn.held.hold()
 	return nil
 }
@@ -158,6 +161,7 @@ func (r *Runtime) CommitBehind(ctx context.Context, c *EpochCut, s kafka.Session
 
 // commitCut is CommitBehind's exactly-once work.
 func (r *Runtime) commitCut(ctx context.Context, c *EpochCut, s kafka.Session, ph *Phases) error {
+	defer c.decided()
 	if err := r.commitKafka(ctx, c.positions, s, ph); err != nil {
 		// The transaction is ended (recover); the records held and the
 		// Sends until the rewind belong to the epoch it rewinds.

@@ -101,3 +101,54 @@ func TestExactlyOnceCommitBehindHoldsTheNextEpoch(t *testing.T) {
 		rt.Tasks().Release(task)
 	})
 }
+
+// A task released while its epoch's transaction commits behind — its
+// claim ended after that epoch was cut — waits until the commit is
+// decided and the layer in Badger before its stores close: a layer is
+// never written after its partition was released. On kfake and, with
+// KAFKA_BROKERS, on Kafka.
+func TestReleaseWaitsForTheCommitBehind(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		topo, in, _ := countTopology(t, env)
+		ctx := context.Background()
+		rt := layersRuntime(t, env, topo.Graph(), kafkatest.GroupID(t), nil)
+		defer func() { require.NoError(t, rt.Close()) }()
+		committing, gate := make(chan struct{}, 1), make(chan struct{})
+		runtime.SetBeforeTxnCommit(rt, func() {
+			committing <- struct{}{}
+			<-gate
+		})
+		task, err := rt.Tasks().Acquire(ctx, processor.TaskID{Subtopology: 0, Partition: 0}, 1)
+		require.NoError(t, err)
+		require.NoError(t, task.Process(ctx, kafka.Record{Topic: in, Partition: 0, Offset: 0, Key: []byte("k"), Value: []byte("k"), Timestamp: time.UnixMilli(1)}))
+		cut, err := rt.CutBehind(ctx, runtime.Positions{}, nil)
+		require.NoError(t, err)
+		committed := make(chan error, 1)
+		go func() { committed <- rt.CommitBehind(ctx, cut, noOffsets{}, nil) }()
+		<-committing
+
+		released := make(chan struct{})
+		go func() {
+			rt.Tasks().Release(task)
+			close(released)
+		}()
+		select {
+		case <-released:
+			t.Fatal("the task was released while its epoch's commit was undecided")
+		case <-time.After(300 * time.Millisecond):
+		}
+		close(gate)
+		require.NoError(t, <-committed)
+		select {
+		case <-released:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the release did not end after the commit")
+		}
+		s, err := runtime.DBReader(rt, "counts", 0)
+		require.NoError(t, err)
+		defer s.Close()
+		_, ok, err := s.(statestore.KeyValueStore).Get([]byte("k"))
+		require.NoError(t, err)
+		require.True(t, ok, "the committed layer reached Badger before the release ended")
+	})
+}

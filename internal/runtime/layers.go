@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/statestore"
@@ -78,6 +79,33 @@ type stateLayers struct {
 	// beforeApply, if set, runs before a layer's Badger write; its error
 	// fails the write (tests).
 	beforeApply func() error
+	// pending, if not nil, is closed once the exactly-once commit behind
+	// of the epoch cut last is decided and its layer committed (in the
+	// applier's queue) or discarded: a pending layer is in no queue, so
+	// waitApplied waits for it first (commit_behind.go).
+	pendingMu sync.Mutex
+	pending   chan struct{}
+}
+
+// cutPending records that an epoch was cut with its layer pending: until
+// decided returns, waitApplied waits for its commit.
+func (sl *stateLayers) cutPending() (decided func()) {
+	ch := make(chan struct{})
+	sl.pendingMu.Lock()
+	sl.pending = ch
+	sl.pendingMu.Unlock()
+	return func() { close(ch) }
+}
+
+// waitPending waits until the pending layer of the epoch cut last, if
+// any, is committed into the applier's queue or discarded.
+func (sl *stateLayers) waitPending() {
+	sl.pendingMu.Lock()
+	ch := sl.pending
+	sl.pendingMu.Unlock()
+	if ch != nil {
+		<-ch
+	}
 }
 
 // epochLayer is one commit's layers: a layer of every store the tasks
@@ -115,8 +143,12 @@ func (r *Runtime) StateApplyFailed() error {
 }
 
 // waitApplied waits until every layer frozen so far is in Badger (or the
-// applier failed).
+// applier failed), a pending one once its commit is decided: a task
+// released while the epoch it last wrote in commits behind — its claim
+// ended after the cut — does not close its stores before that epoch's
+// layer is in Badger, nor does a new task restore before it.
 func (r *Runtime) waitApplied() {
+	r.layers.waitPending()
 	if r.layers.behind != nil {
 		_ = r.layers.behind.Wait()
 	}
