@@ -404,23 +404,13 @@ func (e *Engine) goBehind(ctx context.Context, fn func(context.Context) error) {
 // stopGrace bounds an exactly-once commit behind after a stop.
 const stopGrace = 30 * time.Second
 
-// afterStop returns a context that ends grace after ctx does.
+// afterStop returns a context that ends grace after ctx does (a timer
+// left running once cancel was called only cancels again: harmless).
 func afterStop(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
 	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var timer *time.Timer
-	var mu sync.Mutex
-	stop := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		timer = time.AfterFunc(grace, cancel)
-	})
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(grace, cancel) })
 	return c, func() {
 		stop()
-		mu.Lock()
-		if timer != nil {
-			timer.Stop()
-		}
-		mu.Unlock()
 		cancel()
 	}
 }
