@@ -19,13 +19,16 @@ import (
 // committed. Committed returns what an interactive query reads: the frozen
 // layers over a base, never the staging layer.
 //
-// An engine that commits an epoch while the next one runs (continuous
-// exactly-once: the transaction commits behind processing) freezes the
-// epoch's layer before its commit is decided (FreezePending): the overlay
-// reads it — the task's own writes — but a committed view does not, until
-// the engine marks it committed (Layer.Commit) once the transaction has
-// committed, or discards it (Layer.Discard) when it aborted. A pending
-// layer is always the newest: freeze nothing more until it is decided.
+// An engine that commits an epoch while the next one runs (the continuous
+// engine: the transaction, or the flush and the offset commit, run behind
+// processing) freezes the epoch's layer before its commit is decided
+// (FreezePending): the overlay reads it — the task's own writes — but a
+// committed view does not, until the engine marks it committed
+// (Layer.Commit) once the epoch has committed, or discards it
+// (Layer.Discard) when it aborted. Pending layers are always the newest:
+// they may stack (an epoch whose commit is deferred stays pending under
+// the next), but freeze no committed layer over one, and commit them
+// oldest first.
 
 // errReadOnly is the error of a write to a view (see Committed).
 var errReadOnly = errors.New("statestore: a committed view is read-only")

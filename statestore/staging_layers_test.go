@@ -324,6 +324,32 @@ func TestStagedPendingLayer(t *testing.T) {
 	require.Equal(t, 1, s.Frozen())
 }
 
+// Pending layers stack — an at-least-once epoch whose offset commit failed
+// stays pending under the next — and are committed oldest first: a query
+// sees each once committed, never one above a pending layer.
+func TestStagedPendingLayersStack(t *testing.T) {
+	s, err := NewStagedKeyValue(NewInMemoryKeyValue("kv"), 1<<20)
+	require.NoError(t, err)
+	view, err := s.Committed(s.Base())
+	require.NoError(t, err)
+	require.NoError(t, s.Put([]byte("a"), []byte("1")))
+	kept := s.FreezePending()
+	require.NoError(t, s.Put([]byte("a"), []byte("2")))
+	next := s.FreezePending()
+	v, _ := getKV(t, s, "a")
+	require.Equal(t, "2", v, "the task reads the newest pending layer")
+	_, ok := getKV(t, view.(KeyValueStore), "a")
+	require.False(t, ok, "a query saw a pending layer")
+
+	kept.Commit()
+	v, _ = getKV(t, view.(KeyValueStore), "a")
+	require.Equal(t, "1", v, "a query sees the older layer once committed, not the pending one over it")
+	next.Commit()
+	v, _ = getKV(t, view.(KeyValueStore), "a")
+	require.Equal(t, "2", v)
+	require.Equal(t, 2, s.Frozen())
+}
+
 // The engine freezes and writes on the task's goroutine, applies and drops
 // layers on the applier's, and queries read the committed view on their
 // own: run under -race. Every read sees a counter's value at or after the
