@@ -40,12 +40,16 @@ type Positions map[offsets.TopicPartition]int64
 // kept state with its next successful commit; one that lost them releases
 // the tasks, which drops it. A member the coordinator no longer knows
 // (kafka.MemberGone) gets ErrRewind instead: it drops its state and
-// rejoins, rather than process on as a zombie.
+// rejoins, rather than process on as a zombie. The same holds for the
+// layers an epoch committed behind left pending (commit_behind.go): a
+// Commit decides them with its own epoch, before it.
 //
 // Exactly-once: the open transaction commits with the offsets inside it
-// (see exactly_once.go); errors that abort it wrap ErrRewind. Commit does
-// all of it with the tasks stopped; the continuous engine's epochs cut
-// under its barrier and commit behind it instead (commit_behind.go).
+// (see exactly_once.go); errors that abort it wrap ErrRewind.
+//
+// Commit does all of it with the tasks stopped; the continuous engine's
+// epochs cut under its barrier and commit behind it instead
+// (commit_behind.go), but for the last epoch of a claim ending.
 //
 // First every task's changelog is flushed: one record per key changed
 // since the last Commit, with its latest value (processor's
@@ -107,16 +111,27 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 	if err := r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error { return r.flushChangelogs(ctx) }); err != nil {
 		return r.flushFailed(ctx, err)
 	}
+	// The layers kept by at-least-once commits behind are decided with
+	// the epoch, before it.
+	kept, decided := r.layers.takeKept()
+	defer decided()
 	err := r.commitKafka(ctx, positions, s, ph)
-	if errors.Is(err, ErrRewind) {
-		r.dropStaged()
+	switch {
+	case errors.Is(err, ErrCommitLater):
+		r.layers.keep(kept...)
+		return err // kept, with the staged state, for the next commit
+	case err != nil:
+		discardLayers(kept)
+		if errors.Is(err, ErrRewind) {
+			r.dropStaged()
+		}
 		return err
 	}
-	if err != nil {
-		return err // ErrCommitLater keeps the staged state for the next commit
-	}
 	applyStart := time.Now()
-	err = r.applyCommitted(ctx)
+	err = r.applyKept(ctx, kept)
+	if err == nil {
+		err = r.applyCommitted(ctx)
+	}
 	r.ObservePhase(PhaseStateApply, &ph.StateApply, waited+time.Since(applyStart))
 	return err
 }

@@ -20,6 +20,25 @@ import (
 // At-least-once, stateless topology: the cut is the positions alone; the
 // commit flushes the outputs and commits the offsets.
 //
+// At-least-once with state, applied behind (ApplyStateBehind): the cut
+// flushes the record caches, checks the membership (checkMembership),
+// waits for the previous layer's checkpoints, sends the changelog records
+// into the producer and freezes the staged state into a pending layer
+// (read by the tasks, not by queries: statestore.Staged.FreezePending);
+// no Send is held. The commit flushes the producer — every output and
+// changelog record of the epoch, and those the claims sent since — and
+// commits the offsets, then marks the layer committed and hands it to the
+// applier (layers.go). A delivery failure (fatal) or a member removed
+// from its group (ErrRewind) discards the pending layer, and the kept
+// ones; after ErrRewind, RewindBehind drops the state staged since the
+// cut. A failed offset commit
+// (ErrCommitLater), or one a stop cut short, keeps the layer pending, its
+// checkpoints read: the next commit, behind or not, decides the kept
+// layers first, in order — applies them if its offsets commit, discards
+// them if it rewinds, keeps them if it fails the same way — and a task
+// released meanwhile drops its share of them (see Commit: never written
+// to Badger once the partition may be another member's).
+//
 // Exactly-once, state applied behind (ApplyStateBehind): the cut flushes
 // the record caches and the changelogs into the open transaction, freezes
 // the staged state into a pending layer (read by the tasks, not by
@@ -46,7 +65,8 @@ type EpochCut struct {
 	txn       bool
 	layer     *epochLayer
 	applyWait time.Duration
-	// decided ends the wait of waitApplied for the layer (layers.go).
+	// decided ends the wait of waitApplied for the layer (layers.go); nil
+	// for a stateless at-least-once cut, the positions alone.
 	decided func()
 }
 
@@ -63,45 +83,50 @@ func (r *Runtime) Stateless() bool {
 }
 
 // CanCommitBehind reports whether epochs may commit with CutBehind and
-// CommitBehind: at-least-once with a stateless topology, or exactly-once
-// with the state applied behind (ApplyStateBehind).
+// CommitBehind: with the state applied behind (ApplyStateBehind), or
+// at-least-once with a stateless topology.
 func (r *Runtime) CanCommitBehind() bool {
-	if r.txn != nil {
-		return r.layers.behind != nil
-	}
-	return r.Stateless()
+	return r.layers.behind != nil || (r.txn == nil && r.Stateless())
 }
 
 // CutBehind is the part of an epoch's commit that needs the tasks
-// stopped (see above), for the epoch whose records end at positions. Its
-// errors are Commit's: under exactly-once an output the transaction
-// refused aborts it (ErrRewind) and drops the epoch's state, as does a
-// record held during the previous commit that failed when sent. After an
-// error there is nothing to commit behind.
-func (r *Runtime) CutBehind(ctx context.Context, positions Positions, ph *Phases) (*EpochCut, error) {
+// stopped (see above), for the epoch whose records end at positions, of
+// the member session s. Its errors are Commit's: under exactly-once an
+// output the transaction refused aborts it (ErrRewind) and drops the
+// epoch's state, as does a record held during the previous commit that
+// failed when sent; under at-least-once a member removed from its group
+// before it wrote its changelog records rewinds (ErrRewind, see
+// checkMembership). After an error there is nothing to commit behind.
+func (r *Runtime) CutBehind(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) (*EpochCut, error) {
 	if ph == nil {
 		ph = &Phases{}
 	}
 	c := &EpochCut{positions: positions, txn: r.txn != nil}
-	if !c.txn {
+	if !c.txn && r.Stateless() {
 		return c, nil
 	}
-	if err := r.cut(ctx, c, ph); err != nil {
+	if err := r.cut(ctx, c, s, ph); err != nil {
 		return nil, r.observeCommit(positions, func() error { return err })
 	}
 	return c, nil
 }
 
-// cut is CutBehind's exactly-once work.
-func (r *Runtime) cut(ctx context.Context, c *EpochCut, ph *Phases) error {
+// cut is CutBehind's work but for a stateless at-least-once topology.
+func (r *Runtime) cut(ctx context.Context, c *EpochCut, s kafka.Session, ph *Phases) error {
 	if err := r.StateApplyFailed(); err != nil {
 		return err
 	}
-	if err := r.txn.held.failed(); err != nil {
-		return r.flushFailed(ctx, err)
+	if c.txn {
+		if err := r.txn.held.failed(); err != nil {
+			return r.flushFailed(ctx, err)
+		}
 	}
 	if err := r.flushCaches(ctx); err != nil {
 		return r.flushFailed(ctx, fmt.Errorf("runtime: flush record caches: %w", err))
+	}
+	if err := r.Timed(PhaseMembership, &ph.Membership, func() error { return r.checkMembership(ctx, s) }); err != nil {
+		r.dropStaged()
+		return err
 	}
 	// As Commit: the previous layer's checkpoints are read before this
 	// epoch's changelog records are written (layers.go).
@@ -122,7 +147,9 @@ func (r *Runtime) cut(ctx context.Context, c *EpochCut, ph *Phases) error {
 	c.layer = l
 	c.applyWait += time.Since(start)
 	c.decided = r.layers.cutPending()
-	r.txn.held.hold()
+	if c.txn {
+		r.txn.held.hold()
+	}
 	return nil
 }
 
@@ -134,8 +161,9 @@ func (r *Runtime) cut(ctx context.Context, c *EpochCut, ph *Phases) error {
 // perhaps some of the records after them — then commits the offsets. An
 // offset is thus committed only once every output of the records before
 // it is acknowledged, as Commit does, without stopping the tasks for it.
-// There is nothing to check before it (no changelog, see
-// checkMembership), to flush or to apply.
+// With state, the layers kept by earlier commits, then the epoch's, are
+// committed and applied behind once the offsets are; see above for the
+// failures.
 //
 // Exactly-once: the transaction commits with the offsets and the next
 // begins; the epoch's layer is committed and applied behind; the records
@@ -152,31 +180,86 @@ func (r *Runtime) CommitBehind(ctx context.Context, c *EpochCut, s kafka.Session
 		ph = &Phases{}
 	}
 	return r.observeCommit(c.positions, func() error {
-		if !c.txn {
-			return r.commitKafka(ctx, c.positions, s, ph)
+		if c.decided == nil {
+			return r.commitKafka(ctx, c.positions, s, ph) // stateless at-least-once: nothing was cut
 		}
 		return r.commitCut(ctx, c, s, ph)
 	})
 }
 
-// commitCut is CommitBehind's exactly-once work.
+// commitCut is CommitBehind's work for an epoch cut by cut: the layers
+// kept by earlier at-least-once commits are decided first, with it.
 func (r *Runtime) commitCut(ctx context.Context, c *EpochCut, s kafka.Session, ph *Phases) error {
 	defer c.decided()
+	kept, decided := r.layers.takeKept()
+	defer decided()
 	if err := r.commitKafka(ctx, c.positions, s, ph); err != nil {
-		// The transaction is ended (recover); the records held and the
-		// Sends until the rewind belong to the epoch it rewinds.
+		if !c.txn && (errors.Is(err, ErrCommitLater) || Stopped(ctx, err)) {
+			// Acknowledged, perhaps, but not committed: kept (see
+			// Commit), as is a commit a stop cut short, for the claims'
+			// last commits.
+			return r.keepLayers(ctx, err, append(kept, c.layer)...)
+		}
+		discardLayers(kept)
 		c.layer.discard()
-		r.txn.held.fail(err)
+		if c.txn {
+			// The transaction is ended (recover); the records held and
+			// the Sends until the rewind belong to the epoch it rewinds.
+			r.txn.held.fail(err)
+		}
 		return err
 	}
 	start := time.Now()
+	err := r.applyKept(ctx, kept)
 	c.layer.commit()
-	err := r.applyFrozenLayer(ctx, c.layer)
+	if err == nil {
+		err = r.applyFrozenLayer(ctx, c.layer)
+	}
 	r.ObservePhase(PhaseStateApply, &ph.StateApply, c.applyWait+time.Since(start))
-	if rerr := r.Timed(PhaseHeldRelease, nil, func() error { return r.txn.release(ctx) }); rerr != nil {
-		r.log.Warn("weir: an output held during the commit failed; the next epoch rewinds", "err", rerr)
+	if c.txn {
+		if rerr := r.Timed(PhaseHeldRelease, nil, func() error { return r.txn.release(ctx) }); rerr != nil {
+			r.log.Warn("weir: an output held during the commit failed; the next epoch rewinds", "err", rerr)
+		}
 	}
 	return err
+}
+
+// keepLayers keeps pending layers, oldest first, for the next commit to
+// decide (stateLayers.kept), once their checkpoints are read: before the
+// next epoch's changelog records are written, as for any layer. It
+// returns cause, or the checkpoint read's error (fatal, as
+// StateApplyFailed's), after which they are discarded.
+func (r *Runtime) keepLayers(ctx context.Context, cause error, ls ...*epochLayer) error {
+	for _, l := range ls {
+		if l == nil {
+			continue
+		}
+		if err := r.layers.checkpoints.WaitFor(r.checkpointLater(ctx, l)); err != nil {
+			discardLayers(ls)
+			return err
+		}
+	}
+	r.layers.keep(ls...)
+	return cause
+}
+
+// applyKept commits the kept layers, oldest first, and applies them, once
+// the offsets of a later epoch are committed (see Commit).
+func (r *Runtime) applyKept(ctx context.Context, kept []*epochLayer) error {
+	for _, l := range kept {
+		l.commit()
+		if err := r.applyFrozen(ctx, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// discardLayers discards pending layers whose epochs rewind.
+func discardLayers(ls []*epochLayer) {
+	for _, l := range ls {
+		l.discard()
+	}
 }
 
 // applyFrozenLayer is applyFrozen for a layer that may be nil.
@@ -189,9 +272,9 @@ func (r *Runtime) applyFrozenLayer(ctx context.Context, l *epochLayer) error {
 
 // RewindBehind drops, under the engine's barrier, what the tasks did
 // after the cut of an epoch whose CommitBehind failed with ErrRewind: the
-// staged state, its changelog records and the records held. The
-// transaction was ended by CommitBehind; under at-least-once there is
-// nothing to drop. The engine then rewinds its tasks.
+// staged state, its changelog records and the records held (exactly-once:
+// the transaction was ended by CommitBehind). The engine then rewinds its
+// tasks.
 func (r *Runtime) RewindBehind(cause error) {
 	if !errors.Is(cause, ErrRewind) {
 		return

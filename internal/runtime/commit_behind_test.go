@@ -65,7 +65,7 @@ func TestExactlyOnceCommitBehindHoldsTheNextEpoch(t *testing.T) {
 			return cs
 		}
 		commitBehind := func() chan error {
-			cut, err := rt.CutBehind(ctx, runtime.Positions{}, nil)
+			cut, err := rt.CutBehind(ctx, runtime.Positions{}, nil, nil)
 			require.NoError(t, err)
 			done := make(chan error, 1)
 			go func() { done <- rt.CommitBehind(ctx, cut, noOffsets{}, nil) }()
@@ -121,7 +121,7 @@ func TestReleaseWaitsForTheCommitBehind(t *testing.T) {
 		task, err := rt.Tasks().Acquire(ctx, processor.TaskID{Subtopology: 0, Partition: 0}, 1)
 		require.NoError(t, err)
 		require.NoError(t, task.Process(ctx, kafka.Record{Topic: in, Partition: 0, Offset: 0, Key: []byte("k"), Value: []byte("k"), Timestamp: time.UnixMilli(1)}))
-		cut, err := rt.CutBehind(ctx, runtime.Positions{}, nil)
+		cut, err := rt.CutBehind(ctx, runtime.Positions{}, nil, nil)
 		require.NoError(t, err)
 		committed := make(chan error, 1)
 		go func() { committed <- rt.CommitBehind(ctx, cut, noOffsets{}, nil) }()

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/weirstream/weir/processor"
@@ -34,14 +35,20 @@ import (
 //     one batch with the checkpoints, once job 1 read them), then
 //     Layer.Drop.
 //
-// An exactly-once epoch that commits behind processing (CutBehind,
-// commit_behind.go) freezes its layer pending before its transaction
-// commits: its task reads it, queries (committedView) do not; once the
-// transaction committed it is marked committed and the two jobs follow as
-// for any layer, its checkpoints read before the next epoch is cut (and so
-// before its changelog records are written). If the transaction aborts,
-// the pending layer is discarded; it is never in the applier's queue, so
-// nothing waits for it.
+// An epoch that commits behind processing (CutBehind, commit_behind.go)
+// freezes its layer pending before its commit — the transaction, or the
+// flush and the offset commit — is decided: its task reads it, queries
+// (committedView) do not; once the epoch committed it is marked committed
+// and the two jobs follow as for any layer, its checkpoints read before
+// the next epoch is cut (and so before its changelog records are
+// written). If the epoch aborts or rewinds, the pending layer is
+// discarded; it is never in the applier's queue, so nothing waits for it
+// but a release (waitApplied, until the commit is decided). An
+// at-least-once layer whose offsets were not committed (ErrCommitLater)
+// is kept pending instead (stateLayers.kept), its checkpoints read then,
+// before the next epoch's changelog records; the next commit decides it
+// before its own layer (takeKept), and a task's release drops its stores
+// from it (dropKept) rather than wait for that.
 //
 // An abort drops the staging layer only: frozen layers are committed and
 // still reach Badger. A task's release waits for the applier before its
@@ -79,12 +86,21 @@ type stateLayers struct {
 	// beforeApply, if set, runs before a layer's Badger write; its error
 	// fails the write (tests).
 	beforeApply func() error
-	// pending, if not nil, is closed once the exactly-once commit behind
-	// of the epoch cut last is decided and its layer committed (in the
-	// applier's queue) or discarded: a pending layer is in no queue, so
+	// pending, if not nil, is closed once the commit behind of the epoch
+	// cut last is decided and its layer committed (in the applier's
+	// queue), discarded or kept: a pending layer is in no queue, so
 	// waitApplied waits for it first (commit_behind.go).
 	pendingMu sync.Mutex
 	pending   chan struct{}
+	// kept are the pending layers of at-least-once epochs committed
+	// behind whose offset commit failed (ErrCommitLater) or was cut
+	// short by a stop, oldest first: still read by their tasks, never by
+	// queries, their checkpoints read; the next commit decides them
+	// before its own epoch (takeKept). deciding, if not nil, is closed
+	// once the commit that took them has decided them. Both are guarded
+	// by pendingMu.
+	kept     []*epochLayer
+	deciding chan struct{}
 }
 
 // cutPending records that an epoch was cut with its layer pending: until
@@ -98,14 +114,109 @@ func (sl *stateLayers) cutPending() (decided func()) {
 }
 
 // waitPending waits until the pending layer of the epoch cut last, if
-// any, is committed into the applier's queue or discarded.
+// any, is committed into the applier's queue, discarded or kept, and so
+// are the kept layers a commit is deciding.
 func (sl *stateLayers) waitPending() {
 	sl.pendingMu.Lock()
-	ch := sl.pending
+	ch, deciding := sl.pending, sl.deciding
 	sl.pendingMu.Unlock()
 	if ch != nil {
 		<-ch
 	}
+	if deciding != nil {
+		<-deciding
+	}
+}
+
+// takeKept hands the kept layers to a commit, which decides them before
+// its own epoch: commits them (then applies them) once its offsets are
+// committed, discards them on ErrRewind or a fatal error, or keeps them
+// again (keep). Until decided returns, waitApplied waits for it, and
+// dropKept for it to keep them again.
+func (sl *stateLayers) takeKept() (kept []*epochLayer, decided func()) {
+	sl.pendingMu.Lock()
+	defer sl.pendingMu.Unlock()
+	kept, sl.kept = sl.kept, nil
+	if len(kept) == 0 {
+		return nil, func() {}
+	}
+	ch := make(chan struct{})
+	sl.deciding = ch
+	return kept, func() {
+		sl.pendingMu.Lock()
+		sl.deciding = nil
+		sl.pendingMu.Unlock()
+		close(ch)
+	}
+}
+
+// keep keeps pending layers, oldest first, for the next commit to
+// decide; nil ones are skipped. Their checkpoints are read.
+func (sl *stateLayers) keep(ls ...*epochLayer) {
+	sl.pendingMu.Lock()
+	defer sl.pendingMu.Unlock()
+	for _, l := range ls {
+		if l != nil {
+			sl.kept = append(sl.kept, l)
+		}
+	}
+}
+
+// discardKept discards the kept layers: their epochs rewind.
+func (sl *stateLayers) discardKept() {
+	kept, decided := sl.takeKept()
+	defer decided()
+	for _, l := range kept {
+		l.discard()
+	}
+}
+
+// dropKept removes the stores of a task being released, and their
+// checkpoints, from the kept layers, once the epoch cut last is decided
+// (its layer may be kept) and no commit is deciding kept layers: a later
+// commit must never write them to Badger, the task's partition being
+// another member's by then, perhaps (see Commit). The task is out of the
+// registry: no later cut freezes its state.
+func (sl *stateLayers) dropKept(t *Task) {
+	sl.pendingMu.Lock()
+	defer sl.pendingMu.Unlock()
+	for ch := sl.undecided(); ch != nil; ch = sl.undecided() {
+		sl.pendingMu.Unlock()
+		<-ch
+		sl.pendingMu.Lock()
+	}
+	kept := sl.kept[:0]
+	for _, l := range sl.kept {
+		l.stores = slices.DeleteFunc(l.stores, func(fs frozenStore) bool {
+			if fs.task != t {
+				return false
+			}
+			delete(l.checkpoints, badgerstore.StorePartition{Store: fs.spec.Name, Partition: fs.partition})
+			return true
+		})
+		if len(l.stores) > 0 {
+			kept = append(kept, l)
+		}
+	}
+	clear(sl.kept[len(kept):])
+	sl.kept = kept
+}
+
+// undecided returns the channel of a decision in progress — the commit of
+// the epoch cut last, or of kept layers — if any. The caller holds
+// pendingMu.
+func (sl *stateLayers) undecided() chan struct{} {
+	for _, ch := range []chan struct{}{sl.pending, sl.deciding} {
+		if ch == nil {
+			continue
+		}
+		select {
+		case <-ch:
+		default:
+			return ch
+		}
+	}
+	return nil
 }
 
 // epochLayer is one commit's layers: a layer of every store the tasks
@@ -113,6 +224,10 @@ func (sl *stateLayers) waitPending() {
 type epochLayer struct {
 	stores      []frozenStore
 	checkpoints map[badgerstore.StorePartition]badgerstore.Position
+	// checkpointed is the number of the job (in the runtime's
+	// checkpoints) that read checkpoints, once added: a kept layer's is
+	// read when it is kept.
+	checkpointed int64
 }
 
 // frozenStore is the layer of one store of one task.
@@ -121,6 +236,7 @@ type frozenStore struct {
 	spec      statestore.Spec
 	partition int32
 	writer    int32 // the task's writer generation, for the checkpoint
+	task      *Task // for dropKept
 }
 
 // ApplyStateBehind makes commits return once the epoch's state writes are
@@ -192,9 +308,7 @@ func (r *Runtime) applyFrozen(ctx context.Context, l *epochLayer) error {
 		r.layers.failed = err
 		return err
 	}
-	bctx := context.WithoutCancel(ctx) // a stop does not cut a committed layer short
-	cp := r.layers.checkpoints.Add(func() error { return r.checkpoint(bctx, l) })
-	r.layers.checkpointed = cp
+	cp := r.checkpointLater(ctx, l)
 	r.layers.behind.Add(func() error {
 		if err := r.layers.checkpoints.WaitFor(cp); err != nil {
 			return err // not written: the next commit and Run return the checkpoint's error
@@ -202,6 +316,17 @@ func (r *Runtime) applyFrozen(ctx context.Context, l *epochLayer) error {
 		return r.Timed(PhaseStateApplyBehind, nil, func() error { return r.applyLayer(l) })
 	})
 	return nil
+}
+
+// checkpointLater has the layer's checkpoints read behind (job 1 above),
+// unless they were already, and returns the job's number.
+func (r *Runtime) checkpointLater(ctx context.Context, l *epochLayer) int64 {
+	if l.checkpointed == 0 {
+		bctx := context.WithoutCancel(ctx) // a stop does not cut a committed layer short
+		l.checkpointed = r.layers.checkpoints.Add(func() error { return r.checkpoint(bctx, l) })
+		r.layers.checkpointed = l.checkpointed
+	}
+	return l.checkpointed
 }
 
 // freezeStaged freezes every task's staging layers, pending (see
@@ -215,7 +340,7 @@ func (r *Runtime) freezeStaged(pending bool) (*epochLayer, error) {
 				freeze = st.FreezePending
 			}
 			if fl := freeze(); fl != nil {
-				l.stores = append(l.stores, frozenStore{layer: fl, spec: st.spec, partition: t.id.Partition, writer: t.writer})
+				l.stores = append(l.stores, frozenStore{layer: fl, spec: st.spec, partition: t.id.Partition, writer: t.writer, task: t})
 			}
 		}
 		return nil

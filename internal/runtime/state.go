@@ -280,8 +280,9 @@ func (r *Runtime) pendingChangelog() int {
 }
 
 // dropStaged drops every task's staged writes and the changelog records
-// describing them, after an abort.
+// describing them, after an abort, and discards the kept layers.
 func (r *Runtime) dropStaged() {
+	r.layers.discardKept()
 	_ = r.tasks.eachTask(func(t *Task) error {
 		for _, st := range t.staged {
 			st.Reset()

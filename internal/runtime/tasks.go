@@ -95,7 +95,8 @@ func (ts *Tasks) Release(t *Task) {
 		return
 	}
 	<-t.ready
-	ts.rt.waitApplied() // its committed layers reach Badger before its stores close (layers.go)
+	ts.rt.layers.dropKept(t) // its uncommitted ones never do (see Commit)
+	ts.rt.waitApplied()      // its committed layers reach Badger before its stores close (layers.go)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var errs []error

@@ -84,8 +84,8 @@ type Engine struct {
 
 // behindWork is the part of an epoch end that runs while the claims go on
 // processing: the commit of an epoch cut under the barrier
-// (runtime.CommitBehind: an at-least-once stateless topology's flush and
-// offset commit, or an exactly-once transaction's commit), then the
+// (runtime.CommitBehind: an at-least-once flush and offset commit, or an
+// exactly-once transaction's commit), then the
 // hand-over of its epoch to the epoch log (committed). The next epoch
 // end, a claim's abort, or Run's return waits for it and takes its error.
 type behindWork struct {
@@ -279,22 +279,23 @@ func (e *Engine) rewindSignal() <-chan struct{} {
 // needs a consistent cut: the punctuators run and the positions are read
 // under it. With behind set (the coordinator's epochs) and when the
 // runtime can (runtime.CanCommitBehind), the epoch is then cut
-// (runtime.CutBehind: under exactly-once the record caches and the
-// changelogs are flushed into the transaction, the staged state is frozen
-// into a pending layer and the claims' sends are held from then on), the
-// barrier is released, and the epoch commits in the background while the
-// claims go on (runtime.CommitBehind): an at-least-once stateless
-// topology's flush and offset commit, or the transaction's commit, after
-// which the held sends go into the next transaction. If that transaction
-// aborts, the next epoch end (or a claim whose send failed because of it)
-// rewinds every claim under the barrier, dropping what they did since the
-// cut. At-least-once stateful topologies commit under the barrier (their
-// staged state reaches Badger behind it, runtime layers.go). The epoch
-// log append and the progress report always run in the background
-// (epochWriter, in order; the next commit does not wait for them). Background work is one
-// epoch at a time, in order: each epoch end first waits for the previous
-// one's and takes its error (settle), as does Run on its return, which
-// also drains the epoch log.
+// (runtime.CutBehind: the record caches and the changelogs are flushed —
+// into the transaction under exactly-once, whose claims' sends are held
+// from then on — and the staged state is frozen into a pending layer),
+// the barrier is released, and the epoch commits in the background while
+// the claims go on (runtime.CommitBehind): at-least-once, the flush and
+// the offset commit; exactly-once, the transaction's commit, after which
+// the held sends go into the next transaction. Once committed, the
+// epoch's layer is applied behind (runtime layers.go). If the epoch
+// rewinds (an aborted transaction, a member removed from its group), the
+// next epoch end (or a claim whose send failed because of it) rewinds
+// every claim under the barrier, dropping what they did since the cut; an
+// at-least-once offset commit that failed keeps the layer pending for the
+// next commit. The epoch log append and the progress report always run in
+// the background (epochWriter, in order; the next commit does not wait
+// for them). Background work is one epoch at a time, in order: each
+// epoch end first waits for the previous one's and takes its error
+// (settle), as does Run on its return, which also drains the epoch log.
 // A claim ending (behind false) commits everything under the barrier
 // before its partition is released.
 func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) error {
@@ -334,7 +335,7 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) err
 	}
 	pos := e.positions()
 	if behind && e.rt.CanCommitBehind() {
-		cut, err := e.rt.CutBehind(ctx, pos, &ph)
+		cut, err := e.rt.CutBehind(ctx, pos, s, &ph)
 		switch {
 		case errors.Is(err, runtime.ErrRewind):
 			return e.abortLocked(ctx, err)
@@ -417,12 +418,13 @@ func afterStop(ctx context.Context, grace time.Duration) (context.Context, conte
 
 // settle waits for the background work of the previous epoch end and
 // takes its outcome: a deferred offset commit is reported (the next
-// commit carries it), a member removed from its group or an aborted
-// transaction rewinds (rewound true: the epoch end in progress has
-// nothing to commit; what the claims did since the cut is dropped,
-// runtime.RewindBehind), a commit cut
-// short by a stop is left to the claims' last commits, any other error is
-// returned (fatal). The caller holds endMu.
+// commit carries it, and applies the state it kept), a member removed
+// from its group or an aborted transaction rewinds (rewound true: the
+// epoch end in progress has nothing to commit; what the claims did since
+// the cut is dropped, runtime.RewindBehind), a commit cut short by a stop
+// is left to the claims' last commits (an at-least-once one keeps its
+// state for them), any other error is returned (fatal). The caller holds
+// endMu.
 func (e *Engine) settle(ctx context.Context) (rewound bool, err error) {
 	w := e.behind
 	if w == nil {

@@ -1,0 +1,296 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/offsets"
+	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/statestore"
+	"github.com/weirstream/weir/topology"
+)
+
+// aloBehind is an at-least-once runtime over a count of in (partitions
+// partitions) that applies state behind its commits, as the continuous
+// engine's, and the tasks it acquired.
+type aloBehind struct {
+	t     *testing.T
+	rt    *runtime.Runtime
+	in    string
+	tasks map[int32]*runtime.Task
+	next  map[int32]int64
+}
+
+func newALOBehind(t *testing.T, env *kafkatest.Env, partitions int32) *aloBehind {
+	t.Helper()
+	ctx := context.Background()
+	in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+	kafkatest.CreateTopic(t, env, in, partitions)
+	kafkatest.CreateTopic(t, env, out, partitions)
+	b := topology.NewBuilder()
+	topology.NewStream(b, in, serde.String(), serde.String()).
+		GroupByKey().Count(topology.Materialized("counts")).ToStream().To(out)
+	topo, err := b.Build()
+	require.NoError(t, err)
+	rt, err := runtime.New(runtime.Config{
+		ApplicationID: kafkatest.GroupID(t), Graph: topo.Graph(), Kafka: env.Config(),
+		Logger: slog.New(slog.DiscardHandler), Clock: time.Now, StateDir: t.TempDir(),
+	})
+	require.NoError(t, err)
+	rt.ApplyStateBehind()
+	require.NoError(t, rt.Prepare(ctx))
+	t.Cleanup(func() { require.NoError(t, rt.Close()) })
+	require.True(t, rt.CanCommitBehind())
+	h := &aloBehind{t: t, rt: rt, in: in, tasks: map[int32]*runtime.Task{}, next: map[int32]int64{}}
+	for p := range partitions {
+		task, err := rt.Tasks().Acquire(ctx, processor.TaskID{Subtopology: 0, Partition: p}, 1)
+		require.NoError(t, err)
+		h.tasks[p] = task
+	}
+	return h
+}
+
+// process has partition p's task count key k once more.
+func (h *aloBehind) process(p int32, k string) {
+	off := h.next[p]
+	require.NoError(h.t, h.tasks[p].Process(context.Background(), kafka.Record{Topic: h.in, Partition: p, Offset: off, Key: []byte(k), Value: []byte(k), Timestamp: time.UnixMilli(off + 1)}))
+	h.next[p] = off + 1
+}
+
+// commitBehind cuts an epoch and commits it behind for s, returning the
+// commit's outcome.
+func (h *aloBehind) commitBehind(s kafka.Session) error {
+	return h.commitBehindCtx(context.Background(), s)
+}
+
+// commitBehindCtx is commitBehind with the commit's context ctx.
+func (h *aloBehind) commitBehindCtx(ctx context.Context, s kafka.Session) error {
+	cut, err := h.rt.CutBehind(context.Background(), h.positions(), s, nil)
+	require.NoError(h.t, err)
+	return h.rt.CommitBehind(ctx, cut, s, nil)
+}
+
+// positions are the next offsets of the partitions processed.
+func (h *aloBehind) positions() runtime.Positions {
+	pos := runtime.Positions{}
+	for p, next := range h.next {
+		pos[offsets.TopicPartition{Topic: h.in, Partition: p}] = next
+	}
+	return pos
+}
+
+// query returns the count of k a query of partition p reads.
+func (h *aloBehind) query(p int32, k string) (int64, bool) {
+	s, err := h.rt.QueryStore("counts", p)
+	require.NoError(h.t, err)
+	defer s.Close()
+	return h.count(s, k)
+}
+
+// stored returns the count of k in partition p's Badger rows.
+func (h *aloBehind) stored(p int32, k string) (int64, bool) {
+	s, err := runtime.DBReader(h.rt, "counts", p)
+	require.NoError(h.t, err)
+	defer s.Close()
+	return h.count(s, k)
+}
+
+func (h *aloBehind) count(s statestore.Store, k string) (int64, bool) {
+	v, ok, err := s.(statestore.KeyValueStore).Get([]byte(k))
+	require.NoError(h.t, err)
+	if !ok {
+		return 0, false
+	}
+	info, err := h.rt.Store("counts")
+	require.NoError(h.t, err)
+	n, err := info.Codec.DecodeValue(v)
+	require.NoError(h.t, err)
+	return n.(int64), true
+}
+
+// storedEventually waits until partition p's Badger rows count k n times.
+func (h *aloBehind) storedEventually(p int32, k string, n int64) {
+	require.Eventually(h.t, func() bool {
+		got, ok := h.stored(p, k)
+		return ok && got == n
+	}, 10*time.Second, 5*time.Millisecond, "partition %d: %s never reached %d in Badger", p, k, n)
+}
+
+// commitSession is a member session whose offset commits fail with the
+// errors queued in fail, one each, then succeed; it records the offsets
+// committed.
+type commitSession struct {
+	mu        sync.Mutex
+	fail      []error
+	marked    map[int32]int64
+	committed []map[int32]int64
+}
+
+func (s *commitSession) MarkOffset(_ string, p int32, next int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.marked == nil {
+		s.marked = map[int32]int64{}
+	}
+	s.marked[p] = next
+}
+
+func (s *commitSession) Commit(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(s.fail) > 0 {
+		err := s.fail[0]
+		s.fail = s.fail[1:]
+		return fmt.Errorf("commit: %w", err)
+	}
+	c := map[int32]int64{}
+	for p, n := range s.marked {
+		c[p] = n
+	}
+	s.committed = append(s.committed, c)
+	return nil
+}
+
+func (s *commitSession) GenerationID() int32                { return 1 }
+func (s *commitSession) MemberID() string                   { return "" }
+func (s *commitSession) GroupMetadata() kafka.GroupMetadata { return kafka.GroupMetadata{} }
+
+// An at-least-once stateful epoch committed behind whose offset commit
+// fails (a rebalance: ErrCommitLater) keeps its state pending — its task
+// reads it, queries and Badger do not — and the next successful commit
+// applies it, before its own epoch. Before, the epoch's state stayed in
+// the staging layer and the commit behind never applied any.
+func TestAtLeastOnceCommitBehindKeepsTheEpochForLater(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		h := newALOBehind(t, env, 1)
+		s := &commitSession{fail: []error{sarama.ErrRebalanceInProgress}}
+		h.process(0, "k")
+		require.ErrorIs(t, h.commitBehind(s), runtime.ErrCommitLater)
+		_, ok := h.query(0, "k")
+		require.False(t, ok, "a query saw the state of an epoch whose offsets are not committed")
+		time.Sleep(50 * time.Millisecond)
+		_, ok = h.stored(0, "k")
+		require.False(t, ok, "the state of an epoch whose offsets are not committed reached Badger")
+
+		h.process(0, "k") // reads the kept layer: k=2
+		require.NoError(t, h.commitBehind(s))
+		n, ok := h.query(0, "k")
+		require.True(t, ok, "the commit did not apply the kept state")
+		require.EqualValues(t, 2, n)
+		h.storedEventually(0, "k", 2)
+		require.Equal(t, []map[int32]int64{{0: 2}}, s.committed)
+
+		h.process(0, "k")
+		require.NoError(t, h.commitBehind(s))
+		h.storedEventually(0, "k", 3)
+		h.rt.Tasks().Release(h.tasks[0])
+	})
+}
+
+// A task released after an ErrCommitLater behind drops its share of the
+// kept layer: a later commit applies the other tasks' kept state, never
+// the released task's (its partition may be another member's by then),
+// and the release does not wait for that commit.
+func TestReleaseDropsTheKeptLayer(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		h := newALOBehind(t, env, 2)
+		s := &commitSession{fail: []error{sarama.ErrRebalanceInProgress}}
+		h.process(0, "a")
+		h.process(1, "b")
+		require.ErrorIs(t, h.commitBehind(s), runtime.ErrCommitLater)
+
+		released := make(chan struct{})
+		go func() {
+			h.rt.Tasks().Release(h.tasks[0])
+			close(released)
+		}()
+		select {
+		case <-released:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the release waited for the kept layer")
+		}
+		delete(h.tasks, 0)
+		delete(h.next, 0)
+
+		require.NoError(t, h.commitBehind(s))
+		h.storedEventually(1, "b", 1) // the kept layer, applied after the released task's share left it
+		_, ok := h.stored(0, "a")
+		require.False(t, ok, "the released task's kept state reached Badger")
+		h.rt.Tasks().Release(h.tasks[1])
+		_, ok = h.stored(0, "a")
+		require.False(t, ok, "the released task's kept state reached Badger")
+	})
+}
+
+// A member removed from its group (kafka.MemberGone) during an
+// at-least-once commit behind rewinds: the epoch's pending layer, and the
+// layers kept by an earlier ErrCommitLater, are discarded, and what the
+// task did after the cut is dropped (RewindBehind). Its task counts from
+// the committed state again.
+func TestAtLeastOnceCommitBehindMemberGoneDiscards(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		h := newALOBehind(t, env, 1)
+		s := &commitSession{fail: []error{sarama.ErrRebalanceInProgress, sarama.ErrUnknownMemberId}}
+		h.process(0, "k")
+		require.ErrorIs(t, h.commitBehind(s), runtime.ErrCommitLater) // kept
+		h.process(0, "k")
+		err := h.commitBehind(s)
+		require.ErrorIs(t, err, runtime.ErrRewind)
+		h.process(0, "k") // after the cut: dropped by the rewind
+		h.rt.RewindBehind(err)
+		_, ok := h.query(0, "k")
+		require.False(t, ok)
+
+		h.process(0, "k")
+		require.NoError(t, h.commitBehind(s))
+		n, ok := h.query(0, "k")
+		require.True(t, ok, "the commit did not apply its state")
+		require.EqualValues(t, 1, n, "state of rewound epochs survived")
+		h.storedEventually(0, "k", 1)
+		h.rt.Tasks().Release(h.tasks[0])
+		n, _ = h.stored(0, "k")
+		require.EqualValues(t, 1, n)
+	})
+}
+
+// An at-least-once commit behind cut short by a stop keeps its epoch's
+// state pending, as a deferred offset commit does: the claims' last
+// commits, under the barrier, commit the offsets and apply it. Discarded,
+// those commits would commit the epoch's offsets without its state.
+func TestAtLeastOnceCommitBehindStoppedKeepsTheEpoch(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		h := newALOBehind(t, env, 1)
+		s := &commitSession{}
+		h.process(0, "k")
+		stopped, stop := context.WithCancel(context.Background())
+		stop()
+		err := h.commitBehindCtx(stopped, s)
+		require.True(t, runtime.Stopped(stopped, err), "%v", err)
+		_, ok := h.query(0, "k")
+		require.False(t, ok)
+
+		h.process(0, "k")
+		require.NoError(t, h.rt.Commit(context.Background(), h.positions(), s)) // a claim's last commit
+		n, ok := h.query(0, "k")
+		require.True(t, ok, "the last commit did not apply the kept state")
+		require.EqualValues(t, 2, n)
+		h.rt.Tasks().Release(h.tasks[0])
+		n, _ = h.stored(0, "k")
+		require.EqualValues(t, 2, n)
+		require.Equal(t, []map[int32]int64{{0: 2}}, s.committed)
+	})
+}
