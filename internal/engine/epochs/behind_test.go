@@ -17,6 +17,7 @@ import (
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/statestore"
 	"github.com/weirstream/weir/third_party/kfake"
 	"github.com/weirstream/weir/topology"
 )
@@ -25,12 +26,28 @@ import (
 // embedded broker, its epochs ended by the test.
 func behindEngine(t *testing.T, wal *offsets.WAL) (*Engine, *embedded.Broker) {
 	t.Helper()
+	bld := topology.NewBuilder()
+	topology.NewStream(bld, "in", serde.String(), serde.String()).To("out")
+	return topologyEngine(t, bld, wal)
+}
+
+// countingEngine is behindEngine over a count (in → counts → out).
+func countingEngine(t *testing.T) (*Engine, *embedded.Broker) {
+	t.Helper()
+	bld := topology.NewBuilder()
+	topology.NewStream(bld, "in", serde.String(), serde.String()).
+		GroupByKey().Count(topology.Materialized("counts")).ToStream().To("out")
+	return topologyEngine(t, bld, nil)
+}
+
+// topologyEngine is an at-least-once engine over the topology bld builds
+// (in → out) on an embedded broker, its epochs ended by the test.
+func topologyEngine(t *testing.T, bld *topology.Builder, wal *offsets.WAL) (*Engine, *embedded.Broker) {
+	t.Helper()
 	ctx := t.Context()
 	b, err := embedded.Start(ctx, embedded.Options{Topics: map[string]int32{"in": 1, "out": 1}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
-	bld := topology.NewBuilder()
-	topology.NewStream(bld, "in", serde.String(), serde.String()).To("out")
 	topo, err := bld.Build()
 	require.NoError(t, err)
 	rt, err := runtime.New(runtime.Config{
@@ -81,6 +98,76 @@ func TestAtLeastOnceEpochCommitsBehind(t *testing.T) {
 	require.NoError(t, e.endEpoch(ctx, c, true)) // waits for epoch 1's commit, starts epoch 2's
 	require.NoError(t, settle(ctx, e))
 	require.Equal(t, []int64{1, 2}, c.marked(), "each epoch commits its offset, in order")
+	require.Equal(t, int64(2), e.Epochs())
+
+	close(c.records)
+	require.NoError(t, <-claimed)
+}
+
+// An at-least-once epoch of a stateful topology commits behind too: its
+// cut flushes the changelog and freezes the state pending; while its
+// outputs wait for their acknowledgement the claims go on processing on
+// top of it, queries do not see it, and its offset is committed only once
+// they are acknowledged — then queries see its state. Before, such an
+// epoch committed under the barrier.
+func TestAtLeastOnceStatefulEpochCommitsBehind(t *testing.T) {
+	ctx := t.Context()
+	e, b := countingEngine(t)
+	require.True(t, e.rt.CanCommitBehind())
+	query := func() (int64, bool) {
+		s, err := e.rt.QueryStore("counts", 0)
+		require.NoError(t, err)
+		defer s.Close()
+		v, ok, err := s.(statestore.KeyValueStore).Get([]byte("k"))
+		require.NoError(t, err)
+		if !ok {
+			return 0, false
+		}
+		info, err := e.rt.Store("counts")
+		require.NoError(t, err)
+		n, err := info.Codec.DecodeValue(v)
+		require.NoError(t, err)
+		return n.(int64), true
+	}
+
+	c := &markingClaim{fakeClaim: fakeClaim{records: make(chan kafka.Record, 4)}}
+	claimed := make(chan error, 1)
+	go func() { claimed <- e.drv.Claim(ctx, c, e) }()
+	send := func(off int64) {
+		c.records <- kafka.Record{Topic: "in", Partition: 0, Offset: off, Key: []byte("k"), Value: []byte("v"), Timestamp: time.UnixMilli(1)}
+		require.Eventually(t, func() bool { return e.positions()[tp0] == off+1 }, 10*time.Second, time.Millisecond)
+	}
+	send(0) // the task is restored (its changelog marker acknowledged) before the fault
+	// Every produce is refused as retriable: outputs and changelog
+	// records wait in the producer's retries, and so does the epoch's
+	// flush.
+	fault := kfakehook.Cluster(b).Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.NotEnoughReplicas, Count: -1})
+
+	ended := make(chan error, 1)
+	go func() { ended <- e.endEpoch(ctx, c, true) }()
+	select {
+	case err := <-ended:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the epoch end waited for its outputs' acknowledgement: processing stood still")
+	}
+	send(1) // processed on top of epoch 1's pending state while its flush waits
+	require.Empty(t, c.marked(), "an offset committed before its outputs were acknowledged")
+	_, ok := query()
+	require.False(t, ok, "a query saw the state of an epoch not committed")
+
+	fault.Remove()
+	require.NoError(t, settle(ctx, e))
+	require.Equal(t, []int64{1}, c.marked())
+	n, ok := query()
+	require.True(t, ok, "the epoch's state is not visible once committed")
+	require.EqualValues(t, 1, n)
+
+	require.NoError(t, e.endEpoch(ctx, c, true))
+	require.NoError(t, settle(ctx, e))
+	require.Equal(t, []int64{1, 2}, c.marked(), "each epoch commits its offset, in order")
+	n, _ = query()
+	require.EqualValues(t, 2, n, "the second record counted on top of the first epoch's pending state")
 	require.Equal(t, int64(2), e.Epochs())
 
 	close(c.records)
