@@ -14,10 +14,10 @@ import (
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/runtime/runtimetest"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/serde"
-	"github.com/weirstream/weir/statestore"
 	"github.com/weirstream/weir/topology"
 )
 
@@ -92,10 +92,7 @@ func (h *aloBehind) positions() runtime.Positions {
 
 // query returns the count of k a query of partition p reads.
 func (h *aloBehind) query(p int32, k string) (int64, bool) {
-	s, err := h.rt.QueryStore("counts", p)
-	require.NoError(h.t, err)
-	defer s.Close()
-	return h.count(s, k)
+	return runtimetest.Count(h.t, h.rt, "counts", p, k)
 }
 
 // stored returns the count of k in partition p's Badger rows.
@@ -103,20 +100,7 @@ func (h *aloBehind) stored(p int32, k string) (int64, bool) {
 	s, err := runtime.DBReader(h.rt, "counts", p)
 	require.NoError(h.t, err)
 	defer s.Close()
-	return h.count(s, k)
-}
-
-func (h *aloBehind) count(s statestore.Store, k string) (int64, bool) {
-	v, ok, err := s.(statestore.KeyValueStore).Get([]byte(k))
-	require.NoError(h.t, err)
-	if !ok {
-		return 0, false
-	}
-	info, err := h.rt.Store("counts")
-	require.NoError(h.t, err)
-	n, err := info.Codec.DecodeValue(v)
-	require.NoError(h.t, err)
-	return n.(int64), true
+	return runtimetest.CountIn(h.t, h.rt, "counts", s, k)
 }
 
 // storedEventually waits until partition p's Badger rows count k n times.

@@ -10,6 +10,7 @@ import (
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/runtime/runtimetest"
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/serde"
 	"github.com/weirstream/weir/statestore"
@@ -40,21 +41,7 @@ func TestExactlyOnceCommitBehindHoldsTheNextEpoch(t *testing.T) {
 			require.NoError(t, task.Process(ctx, kafka.Record{Topic: in, Partition: 0, Offset: offset, Key: []byte("k"), Value: []byte("k"), Timestamp: time.UnixMilli(offset + 1)}))
 			offset++
 		}
-		query := func() (int64, bool) {
-			s, err := rt.QueryStore("counts", 0)
-			require.NoError(t, err)
-			defer s.Close()
-			v, ok, err := s.(statestore.KeyValueStore).Get([]byte("k"))
-			require.NoError(t, err)
-			if !ok {
-				return 0, false
-			}
-			info, err := rt.Store("counts")
-			require.NoError(t, err)
-			n, err := info.Codec.DecodeValue(v)
-			require.NoError(t, err)
-			return n.(int64), true
-		}
+		query := func() (int64, bool) { return runtimetest.Count(t, rt, "counts", 0, "k") }
 		counts := func() []int64 {
 			var cs []int64
 			for _, rec := range kafkatest.ReadCommitted(t, env, out) {

@@ -15,9 +15,9 @@ import (
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest/kfakehook"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/runtime/runtimetest"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/serde"
-	"github.com/weirstream/weir/statestore"
 	"github.com/weirstream/weir/third_party/kfake"
 	"github.com/weirstream/weir/topology"
 )
@@ -114,21 +114,7 @@ func TestAtLeastOnceStatefulEpochCommitsBehind(t *testing.T) {
 	ctx := t.Context()
 	e, b := countingEngine(t)
 	require.True(t, e.rt.CanCommitBehind())
-	query := func() (int64, bool) {
-		s, err := e.rt.QueryStore("counts", 0)
-		require.NoError(t, err)
-		defer s.Close()
-		v, ok, err := s.(statestore.KeyValueStore).Get([]byte("k"))
-		require.NoError(t, err)
-		if !ok {
-			return 0, false
-		}
-		info, err := e.rt.Store("counts")
-		require.NoError(t, err)
-		n, err := info.Codec.DecodeValue(v)
-		require.NoError(t, err)
-		return n.(int64), true
-	}
+	query := func() (int64, bool) { return runtimetest.Count(t, e.rt, "counts", 0, "k") }
 
 	c := &markingClaim{fakeClaim: fakeClaim{records: make(chan kafka.Record, 4)}}
 	claimed := make(chan error, 1)

@@ -15,9 +15,9 @@ import (
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/kafkatest/kfakehook"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/runtime/runtimetest"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/serde"
-	"github.com/weirstream/weir/statestore"
 	"github.com/weirstream/weir/third_party/kfake"
 	"github.com/weirstream/weir/topology"
 )
@@ -111,19 +111,7 @@ func (h *eoHarness) committed() []int64 {
 
 // query returns the count of "a" an interactive query reads.
 func (h *eoHarness) query() (int64, bool) {
-	s, err := h.e.rt.QueryStore("counts", 0)
-	require.NoError(h.t, err)
-	defer s.Close()
-	v, ok, err := s.(statestore.KeyValueStore).Get([]byte("a"))
-	require.NoError(h.t, err)
-	if !ok {
-		return 0, false
-	}
-	info, err := h.e.rt.Store("counts")
-	require.NoError(h.t, err)
-	n, err := info.Codec.DecodeValue(v)
-	require.NoError(h.t, err)
-	return n.(int64), true
+	return runtimetest.Count(h.t, h.e.rt, "counts", 0, "a")
 }
 
 // committedEventually waits until a read_committed reader sees n counts

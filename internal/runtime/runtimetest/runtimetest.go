@@ -1,0 +1,41 @@
+// Package runtimetest holds test helpers over a runtime.Runtime shared by
+// the runtime's and the engines' tests.
+//
+//	n, ok := runtimetest.Count(t, rt, "counts", 0, "k") // what a query reads
+//	n, ok = runtimetest.CountIn(t, rt, "counts", badgerReader, "k")
+package runtimetest
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/statestore"
+)
+
+// Count returns the int64 an interactive query of the key-value store's
+// partition reads for key (a Count's value), and whether the key is there.
+func Count(t testing.TB, rt *runtime.Runtime, store string, partition int32, key string) (int64, bool) {
+	t.Helper()
+	s, err := rt.QueryStore(store, partition)
+	require.NoError(t, err)
+	defer s.Close()
+	return CountIn(t, rt, store, s, key)
+}
+
+// CountIn is Count for a reader s of the store's rows (a query's handle,
+// or Badger's).
+func CountIn(t testing.TB, rt *runtime.Runtime, store string, s statestore.Store, key string) (int64, bool) {
+	t.Helper()
+	v, ok, err := s.(statestore.KeyValueStore).Get([]byte(key))
+	require.NoError(t, err)
+	if !ok {
+		return 0, false
+	}
+	info, err := rt.Store(store)
+	require.NoError(t, err)
+	n, err := info.Codec.DecodeValue(v)
+	require.NoError(t, err)
+	return n.(int64), true
+}
