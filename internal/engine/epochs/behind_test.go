@@ -77,20 +77,10 @@ func TestAtLeastOnceEpochCommitsBehind(t *testing.T) {
 	c := &markingClaim{fakeClaim: fakeClaim{records: make(chan kafka.Record, 4)}}
 	claimed := make(chan error, 1)
 	go func() { claimed <- e.drv.Claim(ctx, c, e) }()
-	send := func(off int64) {
-		c.records <- kafka.Record{Topic: "in", Partition: 0, Offset: off, Key: []byte("k"), Value: []byte("v"), Timestamp: time.UnixMilli(1)}
-		require.Eventually(t, func() bool { return e.positions()[tp0] == off+1 }, 10*time.Second, time.Millisecond)
-	}
+	send := func(off int64) { processed(t, e, c, off) }
 	send(0)
 
-	ended := make(chan error, 1)
-	go func() { ended <- e.endEpoch(ctx, c, true) }()
-	select {
-	case err := <-ended:
-		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the epoch end waited for its outputs' acknowledgement: processing stood still")
-	}
+	endsAtOnce(t, e, c)
 	send(1) // processed while epoch 1's flush waits
 	require.Empty(t, c.marked(), "an offset committed before its outputs were acknowledged")
 
@@ -119,24 +109,14 @@ func TestAtLeastOnceStatefulEpochCommitsBehind(t *testing.T) {
 	c := &markingClaim{fakeClaim: fakeClaim{records: make(chan kafka.Record, 4)}}
 	claimed := make(chan error, 1)
 	go func() { claimed <- e.drv.Claim(ctx, c, e) }()
-	send := func(off int64) {
-		c.records <- kafka.Record{Topic: "in", Partition: 0, Offset: off, Key: []byte("k"), Value: []byte("v"), Timestamp: time.UnixMilli(1)}
-		require.Eventually(t, func() bool { return e.positions()[tp0] == off+1 }, 10*time.Second, time.Millisecond)
-	}
+	send := func(off int64) { processed(t, e, c, off) }
 	send(0) // the task is restored (its changelog marker acknowledged) before the fault
 	// Every produce is refused as retriable: outputs and changelog
 	// records wait in the producer's retries, and so does the epoch's
 	// flush.
 	fault := kfakehook.Cluster(b).Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.NotEnoughReplicas, Count: -1})
 
-	ended := make(chan error, 1)
-	go func() { ended <- e.endEpoch(ctx, c, true) }()
-	select {
-	case err := <-ended:
-		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the epoch end waited for its outputs' acknowledgement: processing stood still")
-	}
+	endsAtOnce(t, e, c)
 	send(1) // processed on top of epoch 1's pending state while its flush waits
 	require.Empty(t, c.marked(), "an offset committed before its outputs were acknowledged")
 	_, ok := query()
@@ -158,6 +138,28 @@ func TestAtLeastOnceStatefulEpochCommitsBehind(t *testing.T) {
 
 	close(c.records)
 	require.NoError(t, <-claimed)
+}
+
+// processed hands the claim c the record at offset off of in/0 and waits
+// until it is processed.
+func processed(t *testing.T, e *Engine, c *markingClaim, off int64) {
+	t.Helper()
+	c.records <- kafka.Record{Topic: "in", Partition: 0, Offset: off, Key: []byte("k"), Value: []byte("v"), Timestamp: time.UnixMilli(1)}
+	require.Eventually(t, func() bool { return e.positions()[tp0] == off+1 }, 10*time.Second, time.Millisecond)
+}
+
+// endsAtOnce ends an epoch committed behind and fails if the end waits
+// for the epoch's outputs to be acknowledged.
+func endsAtOnce(t *testing.T, e *Engine, c *markingClaim) {
+	t.Helper()
+	ended := make(chan error, 1)
+	go func() { ended <- e.endEpoch(t.Context(), c, true) }()
+	select {
+	case err := <-ended:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the epoch end waited for its outputs' acknowledgement: processing stood still")
+	}
 }
 
 // The epoch log is appended behind the epoch's end; an append that fails
