@@ -46,7 +46,10 @@ func TestQueryMaxLagServesStandbys(t *testing.T) {
 		require.Eventually(t, func() bool { return answersEverywhere(t, addrs, want) }, 60*time.Second, 200*time.Millisecond)
 
 		// Every key from the first instance, within 0 records: its own
-		// copies answer once the standbys caught up (every second).
+		// copies answer once the standbys caught up (every second). The
+		// group may still be settling: the second instance can join after
+		// the first has counted every word, so wait until some keys live
+		// on it and the first instance's standby copies answer them.
 		roles := map[string]int{}
 		require.Eventually(t, func() bool {
 			clear(roles)
@@ -61,9 +64,8 @@ func TestQueryMaxLagServesStandbys(t *testing.T) {
 				require.Zero(t, r.Lag, w)
 				roles[r.Role]++
 			}
-			return true
-		}, 30*time.Second, 200*time.Millisecond, "the first instance answers every key from its own copies")
-		require.Positive(t, roles["standby"], "some keys live on the other instance: its standby copies here answered")
+			return roles["standby"] > 0
+		}, 60*time.Second, 200*time.Millisecond, "the first instance answers every key from its own copies, some from standbys of the other's")
 
 		// Without maxLag the owner answers.
 		for w := range want {
