@@ -94,6 +94,48 @@ func TestAtLeastOnceEpochCommitsBehind(t *testing.T) {
 	require.NoError(t, <-claimed)
 }
 
+// A commit behind that lags stops the claims: once it has run an interval
+// past the start of the next epoch end, that end takes the barrier before
+// it waits, so records are not processed while the broker refuses the
+// epoch's outputs — a crash would duplicate every one of them. Processing
+// resumes when the commit ends. Before, the claims ran on for as long as
+// the broker refused.
+func TestAtLeastOnceClaimsWaitForACommitBehindThatLags(t *testing.T) {
+	ctx := t.Context()
+	e, b := behindEngine(t, nil)
+	e.cfg.EpochInterval = 20 * time.Millisecond // the grace of a lagging commit
+	fault := kfakehook.Cluster(b).Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.NotEnoughReplicas, Count: -1})
+	c := &markingClaim{fakeClaim: fakeClaim{records: make(chan kafka.Record, 4)}}
+	claimed := make(chan error, 1)
+	go func() { claimed <- e.drv.Claim(ctx, c, e) }()
+	processed(t, e, c, 0)
+	endsAtOnce(t, e, c) // epoch 1's flush waits on the fault
+
+	ended := make(chan error, 1)
+	go func() { ended <- e.endEpoch(ctx, c, true) }()
+	time.Sleep(10 * e.cfg.EpochInterval) // past the grace: epoch 2's end holds the barrier
+	c.records <- kafka.Record{Topic: "in", Partition: 0, Offset: 1, Key: []byte("k"), Value: []byte("v"), Timestamp: time.UnixMilli(1)}
+	time.Sleep(10 * e.cfg.EpochInterval)
+	require.Equal(t, int64(1), e.positions()[tp0], "a record was processed while the commit behind lagged")
+	select {
+	case err := <-ended:
+		t.Fatalf("epoch 2 ended (%v) before epoch 1 committed", err)
+	default:
+	}
+
+	fault.Remove()
+	require.NoError(t, <-ended)
+	require.Eventually(t, func() bool { return e.positions()[tp0] == 2 }, 10*time.Second, time.Millisecond, "processing did not resume")
+	require.NoError(t, settle(ctx, e))
+	require.Equal(t, []int64{1}, c.marked(), "epoch 2 was cut before the held record")
+	require.NoError(t, e.endEpoch(ctx, c, true))
+	require.NoError(t, settle(ctx, e))
+	require.Equal(t, []int64{1, 2}, c.marked())
+
+	close(c.records)
+	require.NoError(t, <-claimed)
+}
+
 // An at-least-once epoch of a stateful topology commits behind too: its
 // cut flushes the changelog and freezes the state pending; while its
 // outputs wait for their acknowledgement the claims go on processing on
@@ -206,7 +248,7 @@ func TestEpochLogFailureSurfacesAtTheNextEpochEnd(t *testing.T) {
 func settle(ctx context.Context, e *Engine) error {
 	e.endMu.Lock()
 	defer e.endMu.Unlock()
-	_, err := e.settle(ctx)
+	_, err := e.settle(ctx, false)
 	return err
 }
 

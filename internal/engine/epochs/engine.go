@@ -144,7 +144,7 @@ func (e *Engine) Loop(ctx context.Context) error { return e.coordinate(ctx) }
 func (e *Engine) Finish(ctx context.Context) error {
 	e.endMu.Lock()
 	defer e.endMu.Unlock()
-	_, err := e.settle(ctx)
+	_, err := e.settle(ctx, false)
 	if e.log != nil {
 		err = errors.Join(err, e.log.drain())
 		e.log = nil
@@ -291,7 +291,8 @@ func (e *Engine) rewindSignal() <-chan struct{} {
 // next epoch end (or a claim whose send failed because of it) rewinds
 // every claim under the barrier, dropping what they did since the cut; an
 // at-least-once offset commit that failed keeps the layer pending for the
-// next commit. The epoch log append and the progress report always run in
+// next commit. A commit behind still running an interval after the next
+// epoch end began stops the claims until it ends (lagging). The epoch log append and the progress report always run in
 // the background (epochWriter, in order; the next commit does not wait
 // for them). Background work is one epoch at a time, in order: each
 // epoch end first waits for the previous one's and takes its error
@@ -301,14 +302,31 @@ func (e *Engine) rewindSignal() <-chan struct{} {
 func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) error {
 	e.endMu.Lock()
 	defer e.endMu.Unlock()
-	if rewound, err := e.settle(ctx); rewound || err != nil {
+	var ph runtime.Phases
+	var locked time.Time
+	lock := func() {
+		waitStart := time.Now()
+		e.barrier.Lock()
+		locked = time.Now()
+		e.rt.ObservePhase(runtime.PhaseBarrierWait, &ph.BarrierWait, locked.Sub(waitStart))
+	}
+	// A commit behind that lags (a slow or failing broker) stops the
+	// claims until it ends: they would otherwise run on for as long as the
+	// broker is slow, and everything they process is duplicated if the
+	// member crashes before a later epoch commits.
+	early := e.lagging(e.cfg.EpochInterval)
+	if early {
+		lock()
+	}
+	if rewound, err := e.settle(ctx, early); rewound || err != nil {
+		if early {
+			e.barrier.Unlock()
+		}
 		return err
 	}
-	var ph runtime.Phases
-	waitStart := time.Now()
-	e.barrier.Lock()
-	locked := time.Now()
-	e.rt.ObservePhase(runtime.PhaseBarrierWait, &ph.BarrierWait, locked.Sub(waitStart))
+	if !early {
+		lock()
+	}
 	held := true
 	unlock := func() {
 		if held {
@@ -424,8 +442,8 @@ func afterStop(ctx context.Context, grace time.Duration) (context.Context, conte
 // the cut is dropped, runtime.RewindBehind), a commit cut short by a stop
 // is left to the claims' last commits (an at-least-once one keeps its
 // state for them), any other error is returned (fatal). The caller holds
-// endMu.
-func (e *Engine) settle(ctx context.Context) (rewound bool, err error) {
+// endMu, and the exclusive barrier if locked.
+func (e *Engine) settle(ctx context.Context, locked bool) (rewound bool, err error) {
 	w := e.behind
 	if w == nil {
 		return false, nil
@@ -441,14 +459,39 @@ func (e *Engine) settle(ctx context.Context) (rewound bool, err error) {
 	case errors.Is(err, runtime.ErrRewind):
 		// Sends waiting for room among the records held (holding the
 		// barrier shared) were woken by the failure: the barrier comes.
-		e.barrier.Lock()
-		defer e.barrier.Unlock()
+		if !locked {
+			e.barrier.Lock()
+			defer e.barrier.Unlock()
+		}
 		e.rt.RewindBehind(err)
 		return true, e.abortLocked(ctx, err)
 	case w.ctx.Err() != nil && runtime.Stopped(w.ctx, err):
 		return false, nil
 	default:
 		return false, fmt.Errorf("continuous: %w", err)
+	}
+}
+
+// lagging reports whether an at-least-once commit behind is still running
+// grace after the epoch end that follows it began: the epoch end then
+// takes the barrier before it waits for that commit, which bounds what the
+// claims process beyond the last committed epoch to about three epoch
+// intervals (the duplicates a crash makes) and costs nothing while
+// commits keep up. An exactly-once commit behind needs no bound: the
+// claims' sends are held for the next transaction, a bounded buffer, and
+// an abort drops them. The caller holds endMu.
+func (e *Engine) lagging(grace time.Duration) bool {
+	w := e.behind
+	if w == nil || e.rt.ExactlyOnce() {
+		return false
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-w.done:
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -495,7 +538,7 @@ func (e *Engine) committed(now time.Time, pos runtime.Positions, took time.Durat
 func (e *Engine) abort(ctx context.Context, cause error, session <-chan struct{}) error {
 	e.endMu.Lock()
 	defer e.endMu.Unlock()
-	if rewound, err := e.settle(ctx); rewound || err != nil {
+	if rewound, err := e.settle(ctx, false); rewound || err != nil {
 		return err
 	}
 	e.barrier.Lock()
