@@ -57,9 +57,11 @@ type Task struct {
 	wall     int64 // wall-clock time in ms
 	counters map[string]int64
 	closed   bool
-	// current is the input record being processed, for changelog
-	// timestamps and error reports.
-	current *RawRecord
+	// inRecord reports whether an input record is being processed, and
+	// recordTS is its timestamp in ms, for changelog timestamps. (Not a
+	// pointer to the record: that moved every record to the heap.)
+	inRecord bool
+	recordTS int64
 	// pending holds the coalesced changelog records per logged store, in
 	// store order (see TaskConfig.CoalesceChangelog).
 	pending []*pendingChangelog
@@ -174,8 +176,6 @@ func (t *Task) Process(r RawRecord) error {
 	if !ok {
 		return fmt.Errorf("%w: %q (task %s)", ErrUnknownTopic, r.Topic, t.cfg.ID)
 	}
-	t.current = &r
-	defer func() { t.current = nil }()
 	fail := func(kind ErrorKind, nodeName string, err error) error {
 		return &RecordError{Kind: kind, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Node: nodeName, Err: err}
 	}
@@ -190,6 +190,8 @@ func (t *Task) Process(r RawRecord) error {
 	if ts > t.stream {
 		t.stream = ts
 	}
+	t.inRecord, t.recordTS = true, ts
+	defer func() { t.inRecord = false }()
 	rec := untyped{
 		Key: k, Value: v, Timestamp: time.UnixMilli(ts), Headers: r.Headers,
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
@@ -324,8 +326,8 @@ func (t *Task) changelogEmitter(store string) func(key, value []byte) error {
 // changelogTime is the timestamp of a change made now: the input record's,
 // else (a punctuation) stream time, else wall-clock time, in ms.
 func (t *Task) changelogTime() int64 {
-	if t.current != nil {
-		return t.current.Timestamp.UnixMilli()
+	if t.inRecord {
+		return t.recordTS
 	}
 	if t.stream >= 0 {
 		return t.stream
