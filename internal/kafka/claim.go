@@ -229,20 +229,32 @@ const claimBuffer = 256
 // Messages closes; then, if the handler has not returned within the
 // rebalance timeout, it cancels the claim's context.
 func (gh *groupHandler) pump(sc sarama.ConsumerGroupClaim, records chan<- Record, stop <-chan struct{}, cancel context.CancelFunc) {
+	// Each step tries its channel alone first: a select over two channels
+	// locks both, for every record, while records flow.
+	msgs := sc.Messages()
 	for open := true; open; {
 		var msg *sarama.ConsumerMessage
 		select {
-		case msg, open = <-sc.Messages():
-		case <-stop: // the handler returned first
-			return
+		case msg, open = <-msgs:
+		default:
+			select {
+			case msg, open = <-msgs:
+			case <-stop: // the handler returned first
+				return
+			}
 		}
 		if !open {
 			break
 		}
+		r := recordFromMessage(msg)
 		select {
-		case records <- recordFromMessage(msg):
-		case <-stop:
-			return
+		case records <- r:
+		default:
+			select {
+			case records <- r:
+			case <-stop:
+				return
+			}
 		}
 	}
 	close(records)

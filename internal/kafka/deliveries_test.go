@@ -77,5 +77,5 @@ func TestDeliveriesRandomOrder(t *testing.T) {
 		require.True(t, closed(w), "waiter %d", i)
 	}
 	require.Empty(t, d.done)
-	require.Equal(t, d.next, d.base)
+	require.Equal(t, d.next.Load(), d.base)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -198,8 +199,10 @@ func (p *Producer) drainErrors() {
 // Acknowledgements of different partitions arrive out of order, so the
 // completed ones at or above base wait in done until base reaches them.
 type deliveries struct {
+	// next is the sequence number of the next record: an atomic, so that
+	// a send takes no lock (register).
+	next atomic.Uint64
 	mu   sync.Mutex
-	next uint64 // sequence number of the next record
 	base uint64 // every record below base is complete
 	// done[i] reports whether record base+i is complete: a window over the
 	// records in flight, trimmed at the front as base advances (a map of
@@ -218,16 +221,11 @@ type waiter struct {
 }
 
 func (d *deliveries) init() {
-	d.next, d.base = 1, 1
+	d.next.Store(1)
+	d.base = 1
 }
 
-func (d *deliveries) register() uint64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	seq := d.next
-	d.next++
-	return seq
-}
+func (d *deliveries) register() uint64 { return d.next.Add(1) - 1 }
 
 // complete records the outcome of record seq.
 func (d *deliveries) complete(seq uint64, err error) {
@@ -240,7 +238,7 @@ func (d *deliveries) complete(seq uint64, err error) {
 			d.moreErrs++
 		}
 	}
-	if seq == 0 || seq < d.base || seq >= d.next {
+	if seq == 0 || seq < d.base || seq >= d.next.Load() {
 		return
 	}
 	i := int(seq - d.base)
@@ -279,11 +277,12 @@ func (d *deliveries) waitFor() <-chan struct{} {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	ch := make(chan struct{})
-	if d.base >= d.next {
+	next := d.next.Load()
+	if d.base >= next {
 		close(ch)
 		return ch
 	}
-	d.waiters = append(d.waiters, waiter{target: d.next, ch: ch})
+	d.waiters = append(d.waiters, waiter{target: next, ch: ch})
 	return ch
 }
 

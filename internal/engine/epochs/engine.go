@@ -59,11 +59,13 @@ type Engine struct {
 	rows    atomic.Int64
 	lastEnd time.Time
 
-	// pos holds the next offset of every partition processed since its
-	// claim started; guarded by posMu (claims write it under the shared
-	// barrier, epoch ends read it under the exclusive one).
+	// pos holds a slot per claimed partition with the next offset to
+	// process, zero until the claim processed a record (since it started,
+	// or since a rewind). The map is guarded by posMu; a claim stores into
+	// its own slot under the shared barrier, epoch ends read the slots
+	// under the exclusive one — no lock or map write per record.
 	posMu sync.Mutex
-	pos   runtime.Positions
+	pos   map[offsets.TopicPartition]*atomic.Int64
 
 	// rewind is closed to make every claim return at once, without
 	// committing, after a transaction was aborted; a new channel replaces
@@ -111,7 +113,7 @@ func New(rt *runtime.Runtime, cfg Config) (*Engine, error) {
 	return &Engine{
 		rt:  rt,
 		drv: runtime.NewDriver(rt, runtime.DriverConfig{Name: "continuous", LogName: "continuous", OnError: cfg.OnError}),
-		cfg: cfg, pos: runtime.Positions{}, rewind: make(chan struct{}),
+		cfg: cfg, pos: map[offsets.TopicPartition]*atomic.Int64{}, rewind: make(chan struct{}),
 	}, nil
 }
 
@@ -179,39 +181,52 @@ func (e *Engine) coordinate(ctx context.Context) error {
 // offsets, with state restored from the committed changelog (runtime.Mode).
 func (e *Engine) Claim(ctx context.Context, c kafka.Claim, task *runtime.Task) error {
 	tp := offsets.TopicPartition{Topic: c.Topic(), Partition: c.Partition()}
-	defer e.forget(tp)
+	pos := e.slot(tp)
+	defer e.forget(tp, pos)
 	rewind := e.rewindSignal()
-	for {
-		select {
-		case <-rewind:
-			return nil
-		case rec, open := <-c.Records():
-			if !open {
-				return e.cutOff(ctx, tp, e.endEpoch(ctx, c, false), rewind)
-			}
-			e.barrier.RLock()
+	records := c.Records()
+	for n := 0; ; n++ {
+		var rec kafka.Record
+		open := true
+		select { // fast path: a record waits (no two-channel select)
+		case rec, open = <-records:
+		default:
 			select {
 			case <-rewind:
-				// Rewound while this record waited: its session is over;
-				// processing it would put it in the next transaction.
-				e.barrier.RUnlock()
 				return nil
-			default:
+			case rec, open = <-records:
 			}
-			err := task.Process(ctx, rec)
-			if err == nil {
-				e.advance(tp, rec.Offset+1)
-				e.rows.Add(1)
+		}
+		if !open {
+			return e.cutOff(ctx, tp, e.endEpoch(ctx, c, false), rewind)
+		}
+		e.barrier.RLock()
+		select {
+		case <-rewind:
+			// Rewound while this record waited: its session is over;
+			// processing it would put it in the next transaction.
+			e.barrier.RUnlock()
+			return nil
+		default:
+		}
+		err := task.Process(ctx, rec)
+		if err == nil {
+			pos.Store(rec.Offset + 1)
+			e.rows.Add(1)
+			// The lag, for metrics and health: exact whenever the
+			// claim caught up with what was fetched, at most
+			// trackEvery records old while it has not.
+			if n%trackEvery == 0 || len(records) == 0 {
 				e.rt.Track(tp, rec.Offset+1, c.HighWaterMarkOffset())
 			}
-			e.barrier.RUnlock()
-			switch {
-			case errors.Is(err, runtime.ErrRewind):
-				return e.abort(ctx, err, rewind)
-			case err != nil:
-				// Commit what came before the failing record, then stop.
-				return e.cutOff(ctx, tp, errors.Join(err, e.endEpoch(ctx, c, false)), rewind)
-			}
+		}
+		e.barrier.RUnlock()
+		switch {
+		case errors.Is(err, runtime.ErrRewind):
+			return e.abort(ctx, err, rewind)
+		case err != nil:
+			// Commit what came before the failing record, then stop.
+			return e.cutOff(ctx, tp, errors.Join(err, e.endEpoch(ctx, c, false)), rewind)
 		}
 	}
 }
@@ -241,15 +256,26 @@ func (e *Engine) cutOff(ctx context.Context, tp offsets.TopicPartition, err erro
 // claim was cut off.
 const cutOffGrace = 30 * time.Second
 
-func (e *Engine) advance(tp offsets.TopicPartition, next int64) {
+// trackEvery is how many records a claim processes between updates of
+// its lag while records wait in its channel.
+const trackEvery = 256
+
+// slot registers a claim of tp and returns its position slot.
+func (e *Engine) slot(tp offsets.TopicPartition) *atomic.Int64 {
+	s := new(atomic.Int64)
 	e.posMu.Lock()
-	e.pos[tp] = next
+	e.pos[tp] = s
 	e.posMu.Unlock()
+	return s
 }
 
-func (e *Engine) forget(tp offsets.TopicPartition) {
+// forget removes the slot s of a claim of tp that ended, unless a newer
+// claim of tp replaced it.
+func (e *Engine) forget(tp offsets.TopicPartition, s *atomic.Int64) {
 	e.posMu.Lock()
-	delete(e.pos, tp)
+	if e.pos[tp] == s {
+		delete(e.pos, tp)
+	}
 	e.posMu.Unlock()
 }
 
@@ -257,8 +283,10 @@ func (e *Engine) positions() runtime.Positions {
 	e.posMu.Lock()
 	defer e.posMu.Unlock()
 	out := make(runtime.Positions, len(e.pos))
-	for tp, next := range e.pos {
-		out[tp] = next
+	for tp, s := range e.pos {
+		if next := s.Load(); next > 0 {
+			out[tp] = next
+		}
 	}
 	return out
 }
@@ -567,7 +595,9 @@ func (e *Engine) abortLocked(_ context.Context, cause error) error {
 	e.rewind = make(chan struct{})
 	e.rewindMu.Unlock()
 	e.posMu.Lock()
-	clear(e.pos)
+	for _, s := range e.pos {
+		s.Store(0) // nothing processed since the committed offsets
+	}
 	e.posMu.Unlock()
 	e.rows.Store(0)
 	return nil
