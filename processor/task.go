@@ -73,6 +73,9 @@ type node struct {
 	children []*node
 	task     *Task
 	ctx      *nodeContext
+	// topic is a sink's topic, resolved once (an internal topic's name
+	// is built from the application id).
+	topic string
 }
 
 // NewTask instantiates sub-topology cfg.ID.Subtopology of g: it opens the
@@ -119,6 +122,9 @@ func NewTask(g *Graph, cfg TaskConfig) (*Task, error) {
 	for i := range st.Nodes {
 		def := &st.Nodes[i]
 		n := &node{def: def, task: t}
+		if def.Kind == KindSink {
+			n.topic = def.Topic.Resolve(cfg.ApplicationID)
+		}
 		n.ctx = &nodeContext{node: n}
 		if def.New != nil {
 			n.proc = def.New()
@@ -291,7 +297,7 @@ func (t *Task) guard(fn func() error) (err error) {
 
 // emit sends a sink's record to the task's output.
 func (t *Task) emit(n *node, r untyped) error {
-	topic := n.def.Topic.Resolve(t.cfg.ApplicationID)
+	topic := n.topic
 	k, v, err := n.def.Encode(topic, r.Key, r.Value)
 	if err != nil {
 		return &RecordError{Kind: SerializationError, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Node: n.def.Name, Err: err}

@@ -52,3 +52,26 @@ func BenchmarkStatelessRecord(b *testing.B) {
 		b.Fatal("no output")
 	}
 }
+
+// BenchmarkWordCountSplitLine is the pure core's cost per line of the
+// word count's first sub-topology (bench/: split into ten words, each
+// re-keyed and written to the repartition topic).
+func BenchmarkWordCountSplitLine(b *testing.B) {
+	bld := topology.NewBuilder()
+	lines := topology.NewStream(bld, "in", serde.String(), serde.String())
+	words := topology.FlatMapValues(lines, strings.Fields)
+	topology.GroupBy(words, func(_, w string) string { return w }, topology.Named("words")).
+		Count(topology.Materialized("counts"))
+	task, n := benchTask(b, bld)
+	r := processor.RawRecord{Topic: "in", Value: []byte("the quick brown fox jumps over the lazy dog again"), Timestamp: time.UnixMilli(1)}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		r.Offset = int64(i)
+		if err := task.Process(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if *n == 0 {
+		b.Fatal("no output")
+	}
+}
