@@ -12,6 +12,23 @@ import (
 	"github.com/weirstream/weir/topology"
 )
 
+// benchRecords processes r, at offsets 0, 1, 2, …, through the task of
+// sub-topology 0 of the topology bld builds, for as long as b runs.
+func benchRecords(b *testing.B, bld *topology.Builder, r processor.RawRecord) {
+	b.Helper()
+	task, n := benchTask(b, bld)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		r.Offset = int64(i)
+		if err := task.Process(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if *n == 0 {
+		b.Fatal("no output")
+	}
+}
+
 // benchTask is the task of sub-topology 0 of the topology bld builds, its
 // outputs counted and dropped.
 func benchTask(b *testing.B, bld *topology.Builder) (*processor.Task, *int) {
@@ -39,18 +56,7 @@ func BenchmarkStatelessRecord(b *testing.B) {
 	s := topology.NewStream(bld, "in", serde.Bytes(), serde.Bytes())
 	f := s.Filter(func(_, v []byte) bool { return len(v) > 0 })
 	topology.MapValues(f, bytes.ToUpper).To("out")
-	task, n := benchTask(b, bld)
-	r := processor.RawRecord{Topic: "in", Key: []byte("key-000042"), Value: []byte(strings.Repeat("v", 100)), Timestamp: time.UnixMilli(1)}
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		r.Offset = int64(i)
-		if err := task.Process(r); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if *n == 0 {
-		b.Fatal("no output")
-	}
+	benchRecords(b, bld, processor.RawRecord{Topic: "in", Key: []byte("key-000042"), Value: []byte(strings.Repeat("v", 100)), Timestamp: time.UnixMilli(1)})
 }
 
 // BenchmarkWordCountSplitLine is the pure core's cost per line of the
@@ -62,16 +68,5 @@ func BenchmarkWordCountSplitLine(b *testing.B) {
 	words := topology.FlatMapValues(lines, strings.Fields)
 	topology.GroupBy(words, func(_, w string) string { return w }, topology.Named("words")).
 		Count(topology.Materialized("counts"))
-	task, n := benchTask(b, bld)
-	r := processor.RawRecord{Topic: "in", Value: []byte("the quick brown fox jumps over the lazy dog again"), Timestamp: time.UnixMilli(1)}
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		r.Offset = int64(i)
-		if err := task.Process(r); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if *n == 0 {
-		b.Fatal("no output")
-	}
+	benchRecords(b, bld, processor.RawRecord{Topic: "in", Value: []byte("the quick brown fox jumps over the lazy dog again"), Timestamp: time.UnixMilli(1)})
 }
