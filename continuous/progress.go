@@ -50,6 +50,12 @@ type Phases struct {
 	// BarrierWait is the wait for the claims to finish the records they
 	// were processing.
 	BarrierWait time.Duration
+	// CommitWait is the wait, with processing stopped (part of Paused),
+	// for the previous epoch's at-least-once commit behind when it ran
+	// past its grace: an epoch interval after this epoch end began. It
+	// bounds what a crash duplicates; it stays zero while commits keep
+	// up.
+	CommitWait time.Duration
 	// Punctuate is the wall-clock punctuators.
 	Punctuate time.Duration
 	// Membership is the at-least-once check that the member is still in
@@ -85,7 +91,7 @@ func (p Phases) LogValue() slog.Value {
 		name string
 		d    time.Duration
 	}{
-		{"paused_ms", p.Paused}, {"barrier_wait_ms", p.BarrierWait}, {"punctuate_ms", p.Punctuate},
+		{"paused_ms", p.Paused}, {"barrier_wait_ms", p.BarrierWait}, {"commit_wait_ms", p.CommitWait}, {"punctuate_ms", p.Punctuate},
 		{"membership_ms", p.Membership}, {"changelog_flush_ms", p.ChangelogFlush}, {"flush_ms", p.Flush},
 		{"offset_commit_ms", p.OffsetCommit}, {"txn_commit_ms", p.TxnCommit}, {"state_apply_ms", p.StateApply},
 		{"epoch_log_ms", p.EpochLog},

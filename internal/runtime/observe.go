@@ -60,6 +60,10 @@ const (
 	// PhaseBarrierWait is the wait for the claims to leave the records
 	// they were processing.
 	PhaseBarrierWait = "barrier_wait"
+	// PhaseCommitWait is an epoch end's wait, with processing stopped,
+	// for the previous epoch's at-least-once commit behind, which ran
+	// past its grace (continuous mode).
+	PhaseCommitWait = "commit_wait"
 	// PhasePunctuate is the wall-clock punctuators.
 	PhasePunctuate = "punctuate"
 	// PhaseMembership is the at-least-once membership check.
@@ -83,7 +87,7 @@ const (
 // Phases are how long the phases of one epoch end or batch commit took;
 // zero for one that did not run.
 type Phases struct {
-	Paused, BarrierWait, Punctuate, Membership, ChangelogFlush, Flush,
+	Paused, BarrierWait, CommitWait, Punctuate, Membership, ChangelogFlush, Flush,
 	OffsetCommit, TxnCommit, StateApply, EpochLog time.Duration
 }
 

@@ -22,13 +22,18 @@ import (
 	"github.com/weirstream/weir/topology"
 )
 
-// behindEngine is an engine over a stateless topology (in → out) on an
-// embedded broker, its epochs ended by the test.
+// behindEngine is an engine over a stateless topology on an embedded
+// broker, its epochs ended by the test.
 func behindEngine(t *testing.T, wal *offsets.WAL) (*Engine, *embedded.Broker) {
 	t.Helper()
+	return topologyEngine(t, stateless(), wal, runtime.Hooks{})
+}
+
+// stateless is a topology that copies in to out.
+func stateless() *topology.Builder {
 	bld := topology.NewBuilder()
 	topology.NewStream(bld, "in", serde.String(), serde.String()).To("out")
-	return topologyEngine(t, bld, wal)
+	return bld
 }
 
 // countingEngine is behindEngine over a count (in → counts → out).
@@ -37,12 +42,13 @@ func countingEngine(t *testing.T) (*Engine, *embedded.Broker) {
 	bld := topology.NewBuilder()
 	topology.NewStream(bld, "in", serde.String(), serde.String()).
 		GroupByKey().Count(topology.Materialized("counts")).ToStream().To("out")
-	return topologyEngine(t, bld, nil)
+	return topologyEngine(t, bld, nil, runtime.Hooks{})
 }
 
 // topologyEngine is an at-least-once engine over the topology bld builds
-// (in → out) on an embedded broker, its epochs ended by the test.
-func topologyEngine(t *testing.T, bld *topology.Builder, wal *offsets.WAL) (*Engine, *embedded.Broker) {
+// (in → out) on an embedded broker, its epochs ended by the test; hooks
+// are its runtime's.
+func topologyEngine(t *testing.T, bld *topology.Builder, wal *offsets.WAL, hooks runtime.Hooks) (*Engine, *embedded.Broker) {
 	t.Helper()
 	ctx := t.Context()
 	b, err := embedded.Start(ctx, embedded.Options{Topics: map[string]int32{"in": 1, "out": 1}})
@@ -52,7 +58,7 @@ func topologyEngine(t *testing.T, bld *topology.Builder, wal *offsets.WAL) (*Eng
 	require.NoError(t, err)
 	rt, err := runtime.New(runtime.Config{
 		ApplicationID: "behind", Graph: topo.Graph(), Kafka: kafka.Config{Brokers: b.Addrs()},
-		Logger: slog.New(slog.DiscardHandler), Clock: time.Now, StateDir: t.TempDir(),
+		Logger: slog.New(slog.DiscardHandler), Clock: time.Now, StateDir: t.TempDir(), Hooks: hooks,
 	})
 	require.NoError(t, err)
 	require.NoError(t, rt.Prepare(ctx))
@@ -102,7 +108,15 @@ func TestAtLeastOnceEpochCommitsBehind(t *testing.T) {
 // the broker refused.
 func TestAtLeastOnceClaimsWaitForACommitBehindThatLags(t *testing.T) {
 	ctx := t.Context()
-	e, b := behindEngine(t, nil)
+	var waitedMu sync.Mutex
+	var waited time.Duration // the commit_wait phase
+	e, b := topologyEngine(t, stateless(), nil, runtime.Hooks{Phase: func(phase string, took time.Duration) {
+		if phase == runtime.PhaseCommitWait {
+			waitedMu.Lock()
+			waited += took
+			waitedMu.Unlock()
+		}
+	}})
 	e.cfg.EpochInterval = 20 * time.Millisecond // the grace of a lagging commit
 	fault := kfakehook.Cluster(b).Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.NotEnoughReplicas, Count: -1})
 	c := &markingClaim{fakeClaim: fakeClaim{records: make(chan kafka.Record, 4)}}
@@ -125,6 +139,9 @@ func TestAtLeastOnceClaimsWaitForACommitBehindThatLags(t *testing.T) {
 
 	fault.Remove()
 	require.NoError(t, <-ended)
+	waitedMu.Lock()
+	require.GreaterOrEqual(t, waited, 10*e.cfg.EpochInterval, "the wait is not the commit_wait phase")
+	waitedMu.Unlock()
 	require.Eventually(t, func() bool { return e.positions()[tp0] == 2 }, 10*time.Second, time.Millisecond, "processing did not resume")
 	require.NoError(t, settle(ctx, e))
 	require.Equal(t, []int64{1}, c.marked(), "epoch 2 was cut before the held record")

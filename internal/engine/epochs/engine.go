@@ -346,7 +346,12 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) err
 	if early {
 		lock()
 	}
-	if rewound, err := e.settle(ctx, early); rewound || err != nil {
+	waited := time.Now()
+	rewound, err := e.settle(ctx, early)
+	if early {
+		e.rt.ObservePhase(runtime.PhaseCommitWait, &ph.CommitWait, time.Since(waited))
+	}
+	if rewound || err != nil {
 		if early {
 			e.barrier.Unlock()
 		}
@@ -365,7 +370,7 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) err
 	}
 	defer unlock()
 	now := e.rt.Now()
-	err := e.rt.Timed(runtime.PhasePunctuate, &ph.Punctuate, func() error {
+	err = e.rt.Timed(runtime.PhasePunctuate, &ph.Punctuate, func() error {
 		return e.rt.Tasks().Each(func(t *processor.Task) error { return t.PunctuateWallClock(now) })
 	})
 	if err != nil {
