@@ -284,9 +284,11 @@ func WithStandbyReplicas() Option { return func(c *config) { c.standbys = true }
 // default.replication.factor (KIP-464, Kafka 2.4+). On a production
 // cluster use 3, with min.insync.replicas=2 on the broker or through
 // WithTopicConfig, so that an internal topic survives a broker failure as
-// the input and output topics do. New rejects 0 and values below -1; a
-// factor above the cluster's broker count fails topic creation at Run
-// (INVALID_REPLICATION_FACTOR). Existing topics are not changed.
+// the input and output topics do. New rejects 0 and values below -1. A
+// factor above the brokers registered (INVALID_REPLICATION_FACTOR) is
+// asked again for up to a minute, as a restarting broker registers within
+// seconds; past that, topic creation fails at Run with an error that says
+// so. Existing topics are not changed.
 func WithReplicationFactor(n int16) Option { return func(c *config) { c.replication = n } }
 
 // WithTopicConfig sets a topic config (such as "min.insync.replicas" or

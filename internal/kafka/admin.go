@@ -122,9 +122,12 @@ func (a *Admin) EnsureTopics(ctx context.Context, specs []TopicSpec) error {
 		for k, v := range s.Config {
 			detail.ConfigEntries[k] = &v
 		}
-		err := a.retry(ctx, func() error { return a.admin.CreateTopic(s.Name, detail, false) })
+		err := a.retryWhile(ctx, createRetriable, func() error { return a.admin.CreateTopic(s.Name, detail, false) })
 		if errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
 			return fmt.Errorf("kafka: create topic %q: %w (an ACL granting Create on it is needed)", s.Name, err)
+		}
+		if errors.Is(err, sarama.ErrInvalidReplicationFactor) {
+			return fmt.Errorf("kafka: create topic %q: %w (for %v fewer brokers were registered than the replication factor: is it above the cluster's brokers?)", s.Name, err, retryBudget)
 		}
 		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 			return fmt.Errorf("kafka: create topic %q: %w", s.Name, err)
@@ -441,10 +444,15 @@ const retryBudget = 60 * time.Second
 // that is up: sarama's cluster admin sends to the broker it last took for
 // the controller, and a connection refused there is not retried by it.
 func (a *Admin) retry(ctx context.Context, op func() error) error {
+	return a.retryWhile(ctx, retriableBrokerError, op)
+}
+
+// retryWhile is retry with the errors worth a retry told by retriable.
+func (a *Admin) retryWhile(ctx context.Context, retriable func(error) bool, op func() error) error {
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		err := op()
-		if err == nil || !retriableBrokerError(err) || time.Since(start) > retryBudget {
+		if err == nil || !retriable(err) || time.Since(start) > retryBudget {
 			return err
 		}
 		a.cfg.logger().Debug("kafka: admin request failed, retrying", "attempt", attempt+1, "err", err)
@@ -454,6 +462,17 @@ func (a *Admin) retry(ctx context.Context, op func() error) error {
 			return fmt.Errorf("%w (after %w)", perr, err)
 		}
 	}
+}
+
+// createRetriable reports the errors of a topic creation worth a retry:
+// those of retriableBrokerError, and a replication factor above the
+// brokers registered — what a cluster answers while one of its brokers
+// restarts (a killed one is fenced, then registers again). Found by the
+// reliability suite on a three-broker cluster: an instance that started
+// while a broker was down exited with "Replication-factor is invalid ...
+// only 2 broker(s) are registered".
+func createRetriable(err error) bool {
+	return retriableBrokerError(err) || errors.Is(err, sarama.ErrInvalidReplicationFactor)
 }
 
 // retriableBrokerError reports errors of a broker that is down, restarting

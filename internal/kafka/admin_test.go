@@ -161,3 +161,26 @@ func TestAdminAsksAgainWhenTheControllerIsDown(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int32(1), counts[mockTopic])
 }
+
+// A topic creation refused for a replication factor above the brokers
+// registered — what a cluster answers while one of its brokers restarts —
+// is asked again until it succeeds. Before, the instance exited: the
+// three-broker reliability suite, an instance started while a broker was
+// down ("Replication-factor is invalid ... only 2 broker(s) are
+// registered").
+func TestEnsureTopicsRidesOutABrokerRestart(t *testing.T) {
+	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
+	a, err := kafka.NewAdmin(env.Config())
+	require.NoError(t, err)
+	defer a.Close()
+	topic := kafkatest.Topic(t)
+	const down = 2 * time.Second
+	f := env.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.CreateTopics}, Topic: topic, Err: kerr.InvalidReplicationFactor, Count: -1})
+	time.AfterFunc(down, f.Remove)
+	start := time.Now()
+	require.NoError(t, a.EnsureTopics(t.Context(), []kafka.TopicSpec{{Name: topic, Partitions: 2}}))
+	require.GreaterOrEqual(t, time.Since(start), down-100*time.Millisecond, "the fault was not in the way")
+	counts, err := a.PartitionCounts(t.Context(), []string{topic})
+	require.NoError(t, err)
+	require.Equal(t, int32(2), counts[topic])
+}
