@@ -107,10 +107,7 @@ func (m *layered[M]) step(r *rand.Rand, apply func(Change)) (base M, applied boo
 
 func TestStagedKeyValueLayersModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(19, 23))
-	s, err := NewStagedKeyValue(NewInMemoryKeyValue("kv"), 1<<20)
-	require.NoError(t, err)
-	view, err := s.Committed(s.Base())
-	require.NoError(t, err)
+	s, view := stagedWithView(t)
 	m := &layered[map[string]string]{t: t, st: s, clone: maps.Clone[map[string]string], current: map[string]string{}, committed: map[string]string{}}
 	all := func(m map[string]string) []kv { return wantKV(m, "", "", true) }
 	for step := range 20000 {
@@ -249,10 +246,7 @@ func TestStagedSessionLayersModel(t *testing.T) {
 // frozen layer's writes are committed, and stay readable until the base
 // has them.
 func TestStagedAbortKeepsTheFrozenLayer(t *testing.T) {
-	s, err := NewStagedKeyValue(NewInMemoryKeyValue("kv"), 1<<20)
-	require.NoError(t, err)
-	view, err := s.Committed(s.Base())
-	require.NoError(t, err)
+	s, view := stagedWithView(t)
 	require.NoError(t, s.Put([]byte("a"), []byte("1")))
 	l := s.Freeze()
 	require.NotNil(t, l)
@@ -286,10 +280,7 @@ func TestStagedAbortKeepsTheFrozenLayer(t *testing.T) {
 // until it is marked committed; an abort discards it with the epoch in
 // progress, and a committed layer is never discarded.
 func TestStagedPendingLayer(t *testing.T) {
-	s, err := NewStagedKeyValue(NewInMemoryKeyValue("kv"), 1<<20)
-	require.NoError(t, err)
-	view, err := s.Committed(s.Base())
-	require.NoError(t, err)
+	s, view := stagedWithView(t)
 	require.NoError(t, s.Put([]byte("a"), []byte("1")))
 	first := s.FreezePending()
 	require.True(t, first.Pending())
@@ -328,10 +319,7 @@ func TestStagedPendingLayer(t *testing.T) {
 // stays pending under the next — and are committed oldest first: a query
 // sees each once committed, never one above a pending layer.
 func TestStagedPendingLayersStack(t *testing.T) {
-	s, err := NewStagedKeyValue(NewInMemoryKeyValue("kv"), 1<<20)
-	require.NoError(t, err)
-	view, err := s.Committed(s.Base())
-	require.NoError(t, err)
+	s, view := stagedWithView(t)
 	require.NoError(t, s.Put([]byte("a"), []byte("1")))
 	kept := s.FreezePending()
 	require.NoError(t, s.Put([]byte("a"), []byte("2")))
@@ -355,10 +343,7 @@ func TestStagedPendingLayersStack(t *testing.T) {
 // own: run under -race. Every read sees a counter's value at or after the
 // last one applied, never one that went back.
 func TestStagedLayersConcurrently(t *testing.T) {
-	s, err := NewStagedKeyValue(NewInMemoryKeyValue("kv"), 1<<20)
-	require.NoError(t, err)
-	view, err := s.Committed(s.Base())
-	require.NoError(t, err)
+	s, view := stagedWithView(t)
 	layers := make(chan *Layer, 2)
 	done := make(chan struct{})
 	go func() { // the applier
@@ -426,4 +411,15 @@ func TestStagedLayersConcurrently(t *testing.T) {
 	v, _ := getKV(t, s.Base(), "n")
 	require.Equal(t, string([]byte{1999 >> 8, 1999 & 0xff}), v)
 	require.Zero(t, s.Frozen())
+}
+
+// stagedWithView is a staged key-value store over an in-memory one, and
+// the committed view of it that queries read.
+func stagedWithView(t *testing.T) (*StagedKeyValue, Store) {
+	t.Helper()
+	s, err := NewStagedKeyValue(NewInMemoryKeyValue("kv"), 1<<20)
+	require.NoError(t, err)
+	view, err := s.Committed(s.Base())
+	require.NoError(t, err)
+	return s, view
 }

@@ -17,8 +17,6 @@ import (
 	"github.com/weirstream/weir/internal/runtime/runtimetest"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/processor"
-	"github.com/weirstream/weir/serde"
-	"github.com/weirstream/weir/topology"
 )
 
 // aloBehind is an at-least-once runtime over a count of in (partitions
@@ -38,10 +36,7 @@ func newALOBehind(t *testing.T, env *kafkatest.Env, partitions int32) *aloBehind
 	in, out := kafkatest.Topic(t), kafkatest.Topic(t)
 	kafkatest.CreateTopic(t, env, in, partitions)
 	kafkatest.CreateTopic(t, env, out, partitions)
-	b := topology.NewBuilder()
-	topology.NewStream(b, in, serde.String(), serde.String()).
-		GroupByKey().Count(topology.Materialized("counts")).ToStream().To(out)
-	topo, err := b.Build()
+	topo, err := runtimetest.Counting(in, out).Build()
 	require.NoError(t, err)
 	rt, err := runtime.New(runtime.Config{
 		ApplicationID: kafkatest.GroupID(t), Graph: topo.Graph(), Kafka: env.Config(),

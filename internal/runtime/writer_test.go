@@ -12,6 +12,7 @@ import (
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/runtime/runtimetest"
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/serde"
 	"github.com/weirstream/weir/topology"
@@ -123,10 +124,7 @@ func countTopology(t *testing.T, env *kafkatest.Env) (topo *topology.Topology, i
 	in, out = kafkatest.Topic(t), kafkatest.Topic(t)
 	kafkatest.CreateTopic(t, env, in, 1)
 	kafkatest.CreateTopic(t, env, out, 1)
-	b := topology.NewBuilder()
-	topology.NewStream(b, in, serde.String(), serde.String()).
-		GroupByKey().Count(topology.Materialized("counts")).ToStream().To(out)
-	topo, err := b.Build()
+	topo, err := runtimetest.Counting(in, out).Build()
 	require.NoError(t, err)
 	return topo, in, out
 }

@@ -39,10 +39,7 @@ func stateless() *topology.Builder {
 // countingEngine is behindEngine over a count (in → counts → out).
 func countingEngine(t *testing.T) (*Engine, *embedded.Broker) {
 	t.Helper()
-	bld := topology.NewBuilder()
-	topology.NewStream(bld, "in", serde.String(), serde.String()).
-		GroupByKey().Count(topology.Materialized("counts")).ToStream().To("out")
-	return topologyEngine(t, bld, nil, runtime.Hooks{})
+	return topologyEngine(t, runtimetest.Counting("in", "out"), nil, runtime.Hooks{})
 }
 
 // topologyEngine is an at-least-once engine over the topology bld builds

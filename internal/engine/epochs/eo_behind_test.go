@@ -19,7 +19,6 @@ import (
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/serde"
 	"github.com/weirstream/weir/third_party/kfake"
-	"github.com/weirstream/weir/topology"
 )
 
 // eoHarness drives claims of partition 0 of in on an exactly-once engine
@@ -37,10 +36,7 @@ type eoHarness struct {
 func newEOHarness(t *testing.T, brokers []string, in, out, appID string, hooks runtime.Hooks) *eoHarness {
 	t.Helper()
 	ctx := t.Context()
-	bld := topology.NewBuilder()
-	topology.NewStream(bld, in, serde.String(), serde.String()).
-		GroupByKey().Count(topology.Materialized("counts")).ToStream().To(out)
-	topo, err := bld.Build()
+	topo, err := runtimetest.Counting(in, out).Build()
 	require.NoError(t, err)
 	rt, err := runtime.New(runtime.Config{
 		ApplicationID: appID, Graph: topo.Graph(), Kafka: kafka.Config{Brokers: brokers},

@@ -1,7 +1,8 @@
 // Package runtimetest holds test helpers over a runtime.Runtime shared by
 // the runtime's and the engines' tests.
 //
-//	n, ok := runtimetest.Count(t, rt, "counts", 0, "k") // what a query reads
+//	topo, err := runtimetest.Counting("in", "out").Build() // in → count "counts" → out
+//	n, ok := runtimetest.Count(t, rt, "counts", 0, "k")   // what a query reads
 //	n, ok = runtimetest.CountIn(t, rt, "counts", badgerReader, "k")
 package runtimetest
 
@@ -11,8 +12,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/serde"
 	"github.com/weirstream/weir/statestore"
+	"github.com/weirstream/weir/topology"
 )
+
+// Counting builds the topology these tests count with: string records of
+// in, counted per key in the store "counts", the counts written to out.
+func Counting(in, out string) *topology.Builder {
+	b := topology.NewBuilder()
+	topology.NewStream(b, in, serde.String(), serde.String()).
+		GroupByKey().Count(topology.Materialized("counts")).ToStream().To(out)
+	return b
+}
 
 // Count returns the int64 an interactive query of the key-value store's
 // partition reads for key (a Count's value), and whether the key is there.
