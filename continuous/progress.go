@@ -61,9 +61,7 @@ type Phases struct {
 	// Membership is the at-least-once check that the member is still in
 	// its group, made before writing changelog records.
 	Membership time.Duration
-	// ChangelogFlush is sending the changelog records of the epoch; under
-	// at-least-once it includes the wait for the outputs sent before them
-	// to be acknowledged.
+	// ChangelogFlush is sending the changelog records of the epoch.
 	ChangelogFlush time.Duration
 	// Flush is waiting until every output is acknowledged
 	// (at-least-once).

@@ -24,6 +24,7 @@ import (
 // engine's, and the tasks it acquired.
 type aloBehind struct {
 	t     *testing.T
+	env   *kafkatest.Env
 	rt    *runtime.Runtime
 	app   string
 	in    string
@@ -50,7 +51,7 @@ func newALOBehind(t *testing.T, env *kafkatest.Env, partitions int32) *aloBehind
 	require.NoError(t, rt.Prepare(ctx))
 	t.Cleanup(func() { require.NoError(t, rt.Close()) })
 	require.True(t, rt.CanCommitBehind())
-	h := &aloBehind{t: t, rt: rt, app: app, in: in, out: out, tasks: map[int32]*runtime.Task{}, next: map[int32]int64{}}
+	h := &aloBehind{t: t, env: env, rt: rt, app: app, in: in, out: out, tasks: map[int32]*runtime.Task{}, next: map[int32]int64{}}
 	for p := range partitions {
 		task, err := rt.Tasks().Acquire(ctx, processor.TaskID{Subtopology: 0, Partition: p}, 1)
 		require.NoError(t, err)

@@ -23,8 +23,7 @@ import (
 // At-least-once with state, applied behind (ApplyStateBehind): the cut
 // flushes the record caches, checks the membership (checkMembership),
 // waits for the previous layer's checkpoints, sends the changelog records
-// into the producer once the outputs sent before are acknowledged
-// (outputsThenChangelogs) and freezes the staged state into a pending layer
+// into the producer and freezes the staged state into a pending layer
 // (read by the tasks, not by queries: statestore.Staged.FreezePending);
 // no Send is held. The commit flushes the producer — every output and
 // changelog record of the epoch, and those the claims sent since — and
