@@ -24,11 +24,8 @@ import (
 // engine's, and the tasks it acquired.
 type aloBehind struct {
 	t     *testing.T
-	env   *kafkatest.Env
 	rt    *runtime.Runtime
-	app   string
 	in    string
-	out   string
 	tasks map[int32]*runtime.Task
 	next  map[int32]int64
 }
@@ -41,9 +38,8 @@ func newALOBehind(t *testing.T, env *kafkatest.Env, partitions int32) *aloBehind
 	kafkatest.CreateTopic(t, env, out, partitions)
 	topo, err := runtimetest.Counting(in, out).Build()
 	require.NoError(t, err)
-	app := kafkatest.GroupID(t)
 	rt, err := runtime.New(runtime.Config{
-		ApplicationID: app, Graph: topo.Graph(), Kafka: env.Config(),
+		ApplicationID: kafkatest.GroupID(t), Graph: topo.Graph(), Kafka: env.Config(),
 		Logger: slog.New(slog.DiscardHandler), Clock: time.Now, StateDir: t.TempDir(),
 	})
 	require.NoError(t, err)
@@ -51,7 +47,7 @@ func newALOBehind(t *testing.T, env *kafkatest.Env, partitions int32) *aloBehind
 	require.NoError(t, rt.Prepare(ctx))
 	t.Cleanup(func() { require.NoError(t, rt.Close()) })
 	require.True(t, rt.CanCommitBehind())
-	h := &aloBehind{t: t, env: env, rt: rt, app: app, in: in, out: out, tasks: map[int32]*runtime.Task{}, next: map[int32]int64{}}
+	h := &aloBehind{t: t, rt: rt, in: in, tasks: map[int32]*runtime.Task{}, next: map[int32]int64{}}
 	for p := range partitions {
 		task, err := rt.Tasks().Acquire(ctx, processor.TaskID{Subtopology: 0, Partition: p}, 1)
 		require.NoError(t, err)

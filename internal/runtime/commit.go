@@ -108,7 +108,7 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 		return err
 	}
 	waited := time.Since(waitStart)
-	if err := r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error { return r.outputsThenChangelogs(ctx) }); err != nil {
+	if err := r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error { return r.flushChangelogs(ctx) }); err != nil {
 		return r.flushFailed(ctx, err)
 	}
 	// The layers kept by at-least-once commits behind are decided with
@@ -150,42 +150,15 @@ func (r *Runtime) flushFailed(ctx context.Context, err error) error {
 	return err
 }
 
-// outputsThenChangelogs sends the changelog records of the tasks. Under
-// at-least-once it first waits until every output sent before is
-// acknowledged: the producer orders records within a partition only, so a
-// changelog record could otherwise land while an earlier output of the
-// same records still waits in the producer's retries, and a crash then
-// would leave a store holding records whose outputs are lost — the next
-// owner restores it and takes their replay for a duplicate (the chaos
-// suite on Kafka 4.4, seed 4242: 13 aggregate updates never written).
-// Under exactly-once the transaction holds both.
-func (r *Runtime) outputsThenChangelogs(ctx context.Context) error {
-	if r.txn == nil && r.pendingChangelog() > 0 {
-		if err := r.flushOutputs(ctx); err != nil {
-			return err
-		}
-	}
-	return r.flushChangelogs(ctx)
-}
-
-// flushOutputs waits until every record sent to the at-least-once
-// producer is acknowledged; a delivery no retry makes is fatal.
-func (r *Runtime) flushOutputs(ctx context.Context) error {
-	if err := r.producer.Flush(ctx); err != nil {
-		if fatal := r.explainOutput(ctx, err); fatal != nil {
-			return r.failing(fmt.Errorf("runtime: flush outputs: %w", fatal))
-		}
-		return fmt.Errorf("runtime: flush outputs: %w", err)
-	}
-	return nil
-}
-
 func (r *Runtime) commitKafka(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) error {
 	if r.txn != nil {
 		return r.Timed(PhaseTxnCommit, &ph.TxnCommit, func() error { return r.txn.commit(ctx, positions, s) })
 	}
-	if err := r.Timed(PhaseFlush, &ph.Flush, func() error { return r.flushOutputs(ctx) }); err != nil {
-		return err
+	if err := r.Timed(PhaseFlush, &ph.Flush, func() error { return r.producer.Flush(ctx) }); err != nil {
+		if fatal := r.explainOutput(ctx, err); fatal != nil {
+			return r.failing(fmt.Errorf("runtime: flush outputs: %w", fatal))
+		}
+		return fmt.Errorf("runtime: flush outputs: %w", err)
 	}
 	if len(positions) == 0 || s == nil {
 		return nil

@@ -135,7 +135,7 @@ func (r *Runtime) cut(ctx context.Context, c *EpochCut, s kafka.Session, ph *Pha
 		return err
 	}
 	c.applyWait = time.Since(start)
-	if err := r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error { return r.outputsThenChangelogs(ctx) }); err != nil {
+	if err := r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error { return r.flushChangelogs(ctx) }); err != nil {
 		return r.flushFailed(ctx, err)
 	}
 	start = time.Now()
