@@ -25,7 +25,9 @@ import (
 type aloBehind struct {
 	t     *testing.T
 	rt    *runtime.Runtime
+	app   string
 	in    string
+	out   string
 	tasks map[int32]*runtime.Task
 	next  map[int32]int64
 }
@@ -38,8 +40,9 @@ func newALOBehind(t *testing.T, env *kafkatest.Env, partitions int32) *aloBehind
 	kafkatest.CreateTopic(t, env, out, partitions)
 	topo, err := runtimetest.Counting(in, out).Build()
 	require.NoError(t, err)
+	app := kafkatest.GroupID(t)
 	rt, err := runtime.New(runtime.Config{
-		ApplicationID: kafkatest.GroupID(t), Graph: topo.Graph(), Kafka: env.Config(),
+		ApplicationID: app, Graph: topo.Graph(), Kafka: env.Config(),
 		Logger: slog.New(slog.DiscardHandler), Clock: time.Now, StateDir: t.TempDir(),
 	})
 	require.NoError(t, err)
@@ -47,7 +50,7 @@ func newALOBehind(t *testing.T, env *kafkatest.Env, partitions int32) *aloBehind
 	require.NoError(t, rt.Prepare(ctx))
 	t.Cleanup(func() { require.NoError(t, rt.Close()) })
 	require.True(t, rt.CanCommitBehind())
-	h := &aloBehind{t: t, rt: rt, in: in, tasks: map[int32]*runtime.Task{}, next: map[int32]int64{}}
+	h := &aloBehind{t: t, rt: rt, app: app, in: in, out: out, tasks: map[int32]*runtime.Task{}, next: map[int32]int64{}}
 	for p := range partitions {
 		task, err := rt.Tasks().Acquire(ctx, processor.TaskID{Subtopology: 0, Partition: p}, 1)
 		require.NoError(t, err)
