@@ -167,25 +167,31 @@ func (r *Runtime) OutputsBeforeChangelog() { r.outputsFirst = true }
 // waiting for the outputs sent before under OutputsBeforeChangelog.
 func (r *Runtime) outputsThenChangelogs(ctx context.Context) error {
 	if r.outputsFirst && r.txn == nil && r.pendingChangelog() > 0 {
-		if err := r.producer.Flush(ctx); err != nil {
-			if fatal := r.explainOutput(ctx, err); fatal != nil {
-				return r.failing(fmt.Errorf("runtime: flush outputs: %w", fatal))
-			}
-			return fmt.Errorf("runtime: flush outputs: %w", err)
+		if err := r.flushOutputs(ctx); err != nil {
+			return err
 		}
 	}
 	return r.flushChangelogs(ctx)
+}
+
+// flushOutputs waits until every record sent to the at-least-once
+// producer is acknowledged; a delivery no retry makes is fatal.
+func (r *Runtime) flushOutputs(ctx context.Context) error {
+	if err := r.producer.Flush(ctx); err != nil {
+		if fatal := r.explainOutput(ctx, err); fatal != nil {
+			return r.failing(fmt.Errorf("runtime: flush outputs: %w", fatal))
+		}
+		return fmt.Errorf("runtime: flush outputs: %w", err)
+	}
+	return nil
 }
 
 func (r *Runtime) commitKafka(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) error {
 	if r.txn != nil {
 		return r.Timed(PhaseTxnCommit, &ph.TxnCommit, func() error { return r.txn.commit(ctx, positions, s) })
 	}
-	if err := r.Timed(PhaseFlush, &ph.Flush, func() error { return r.producer.Flush(ctx) }); err != nil {
-		if fatal := r.explainOutput(ctx, err); fatal != nil {
-			return r.failing(fmt.Errorf("runtime: flush outputs: %w", fatal))
-		}
-		return fmt.Errorf("runtime: flush outputs: %w", err)
+	if err := r.Timed(PhaseFlush, &ph.Flush, func() error { return r.flushOutputs(ctx) }); err != nil {
+		return err
 	}
 	if len(positions) == 0 || s == nil {
 		return nil
