@@ -61,6 +61,10 @@ type Phases struct {
 	// Membership is the at-least-once check that the member is still in
 	// its group, made before writing changelog records.
 	Membership time.Duration
+	// OutputsWait is waiting, before the changelog records are sent,
+	// until every output sent before them is acknowledged
+	// (at-least-once, with state).
+	OutputsWait time.Duration
 	// ChangelogFlush is sending the changelog records of the epoch.
 	ChangelogFlush time.Duration
 	// Flush is waiting until every output is acknowledged
@@ -92,7 +96,7 @@ func (p Phases) LogValue() slog.Value {
 		d    time.Duration
 	}{
 		{"paused_ms", p.Paused}, {"barrier_wait_ms", p.BarrierWait}, {"commit_wait_ms", p.CommitWait}, {"punctuate_ms", p.Punctuate},
-		{"membership_ms", p.Membership}, {"changelog_flush_ms", p.ChangelogFlush}, {"flush_ms", p.Flush},
+		{"membership_ms", p.Membership}, {"outputs_wait_ms", p.OutputsWait}, {"changelog_flush_ms", p.ChangelogFlush}, {"flush_ms", p.Flush},
 		{"offset_commit_ms", p.OffsetCommit}, {"txn_commit_ms", p.TxnCommit}, {"state_apply_ms", p.StateApply},
 		{"epoch_log_ms", p.EpochLog},
 	} {

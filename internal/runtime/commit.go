@@ -55,6 +55,8 @@ type Positions map[offsets.TopicPartition]int64
 // since the last Commit, with its latest value (processor's
 // CoalesceChangelog), so the changelog holds the store's contents at every
 // commit with fewer records than one per write. Outputs are not coalesced.
+// Under at-least-once the changelog records are sent only once every
+// output sent before them is acknowledged (outputsThenChangelogs).
 //
 // Once Kafka has the epoch, the tasks' staged state writes are frozen into
 // a layer that moves into Badger with their changelog checkpoints — before
@@ -108,7 +110,7 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 		return err
 	}
 	waited := time.Since(waitStart)
-	if err := r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error { return r.outputsThenChangelogs(ctx) }); err != nil {
+	if err := r.outputsThenChangelogs(ctx, ph); err != nil {
 		return r.flushFailed(ctx, err)
 	}
 	// The layers kept by at-least-once commits behind are decided with
@@ -150,28 +152,23 @@ func (r *Runtime) flushFailed(ctx context.Context, err error) error {
 	return err
 }
 
-// OutputsBeforeChangelog makes at-least-once commits (Commit) send the
-// changelog records only once every output sent before them is
-// acknowledged; the micro-batch engine calls it. The producer orders
-// records within a partition only: an output waiting in its retries can
-// otherwise be overtaken by the changelog record of the same update, and
-// a crash then leaves a changelog holding an update whose output never
-// reached Kafka — the next owner restores it, and the record's replay
-// does not write that update's output again (the chaos suite, Kafka 4.4
-// and the three-broker cluster: "aggregate … never written"). The
-// continuous engine does not call it yet (docs/guarantees.md). Call it
-// before the first commit.
-func (r *Runtime) OutputsBeforeChangelog() { r.outputsFirst = true }
-
-// outputsThenChangelogs sends the changelog records of the tasks, after
-// waiting for the outputs sent before under OutputsBeforeChangelog.
-func (r *Runtime) outputsThenChangelogs(ctx context.Context) error {
-	if r.outputsFirst && r.txn == nil && r.pendingChangelog() > 0 {
-		if err := r.flushOutputs(ctx); err != nil {
+// outputsThenChangelogs sends the changelog records of the tasks. Under
+// at-least-once it first waits until every output sent before them is
+// acknowledged (PhaseOutputsWait): the producer orders records within a
+// partition only, so an output waiting in its retries could otherwise be
+// overtaken by the changelog record of the same update, and a crash then
+// leaves a changelog holding an update whose output never reached Kafka —
+// the next owner restores it, and the record's replay does not write that
+// update's output again (the chaos suite on Kafka 4.4 and on the
+// three-broker cluster: "aggregate … never written"). Under exactly-once
+// the transaction makes both or neither visible.
+func (r *Runtime) outputsThenChangelogs(ctx context.Context, ph *Phases) error {
+	if r.txn == nil && r.pendingChangelog() > 0 {
+		if err := r.Timed(PhaseOutputsWait, &ph.OutputsWait, func() error { return r.flushOutputs(ctx) }); err != nil {
 			return err
 		}
 	}
-	return r.flushChangelogs(ctx)
+	return r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error { return r.flushChangelogs(ctx) })
 }
 
 // flushOutputs waits until every record sent to the at-least-once

@@ -22,8 +22,9 @@ import (
 //
 // At-least-once with state, applied behind (ApplyStateBehind): the cut
 // flushes the record caches, checks the membership (checkMembership),
-// waits for the previous layer's checkpoints, sends the changelog records
-// into the producer and freezes the staged state into a pending layer
+// waits for the previous layer's checkpoints and for every output sent so
+// far (outputsThenChangelogs), sends the changelog records into the
+// producer and freezes the staged state into a pending layer
 // (read by the tasks, not by queries: statestore.Staged.FreezePending);
 // no Send is held. The commit flushes the producer — every output and
 // changelog record of the epoch, and those the claims sent since — and
@@ -135,7 +136,7 @@ func (r *Runtime) cut(ctx context.Context, c *EpochCut, s kafka.Session, ph *Pha
 		return err
 	}
 	c.applyWait = time.Since(start)
-	if err := r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error { return r.flushChangelogs(ctx) }); err != nil {
+	if err := r.outputsThenChangelogs(ctx, ph); err != nil {
 		return r.flushFailed(ctx, err)
 	}
 	start = time.Now()

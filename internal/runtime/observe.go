@@ -68,6 +68,10 @@ const (
 	PhasePunctuate = "punctuate"
 	// PhaseMembership is the at-least-once membership check.
 	PhaseMembership = "membership_check"
+	// PhaseOutputsWait is the at-least-once wait, before the changelog
+	// records are sent, until every output sent before them is
+	// acknowledged (see Commit).
+	PhaseOutputsWait = "outputs_wait"
 	// PhaseChangelog is sending the coalesced changelog records.
 	PhaseChangelog = "changelog_flush"
 	// PhaseFlush is waiting for every output to be acknowledged.
@@ -87,7 +91,7 @@ const (
 // Phases are how long the phases of one epoch end or batch commit took;
 // zero for one that did not run.
 type Phases struct {
-	Paused, BarrierWait, CommitWait, Punctuate, Membership, ChangelogFlush, Flush,
+	Paused, BarrierWait, CommitWait, Punctuate, Membership, OutputsWait, ChangelogFlush, Flush,
 	OffsetCommit, TxnCommit, StateApply, EpochLog time.Duration
 }
 

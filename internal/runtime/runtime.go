@@ -108,9 +108,6 @@ type Runtime struct {
 	// readCommitted restores stores from committed changelog records only.
 	// Set before Prepare, read by queries too (their server starts first).
 	readCommitted atomic.Bool
-	// outputsFirst: at-least-once commits wait for the outputs before
-	// they send the changelog (OutputsBeforeChangelog).
-	outputsFirst bool
 	// txn is the transactional output under exactly-once, nil otherwise.
 	txn *txnOutput
 	// db holds the committed state of every store of every task.

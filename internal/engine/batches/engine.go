@@ -60,7 +60,6 @@ func New(rt *runtime.Runtime, wal *offsets.WAL, cfg microbatch.Config) (*Engine,
 	// next batch runs on top of them (runtime layers.go), as in
 	// continuous mode.
 	rt.ApplyStateBehind()
-	rt.OutputsBeforeChangelog()
 	return &Engine{
 		rt:  rt,
 		drv: runtime.NewDriver(rt, runtime.DriverConfig{Name: "microbatch", LogName: "micro-batch", OnError: cfg.OnError}),
