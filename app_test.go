@@ -128,6 +128,11 @@ func waitForCounts(t *testing.T, env *kafkatest.Env, topic string, want map[stri
 		return true
 	}, 90*time.Second, 250*time.Millisecond, "final counts never appeared")
 	if !ok {
+		for w, n := range want {
+			if s := seen[w]; len(s) == 0 || s[len(s)-1] != n {
+				t.Logf("word %s: want final count %d, saw %v", w, n, s)
+			}
+		}
 		// Show where every goroutine of the instances in this process is.
 		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
 		t.FailNow()

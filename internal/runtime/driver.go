@@ -22,8 +22,9 @@ type Mode interface {
 	// partition's lag; it releases both once Claim returns.
 	Claim(ctx context.Context, c kafka.Claim, task *Task) error
 	// Loop runs beside the claims until ctx is done, the mode is done (a
-	// bounded trigger) or it fails; its error is Run's. The claims' context
-	// ends when it returns.
+	// bounded trigger) or it fails; its error is Run's. The group stops,
+	// and with it the claims, once it returns: after a graceful stop
+	// (GracefulStop) its last commit still has a live group session.
 	Loop(ctx context.Context) error
 	// Finish takes what the mode left running once every claim has
 	// returned; its error is Run's if nothing failed before. ctx is not
@@ -75,19 +76,31 @@ func (d *Driver) Run(ctx context.Context, m Mode) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", d.cfg.Name, err)
 	}
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	// The loop stops with ctx (or the group's failure); the group only
+	// once the loop returned, so that a graceful stop's last commit
+	// (GracefulStop) runs in a live group session: one that completes a
+	// rebalance under way — under the cooperative protocol the member
+	// rejoins while it keeps its claims — where a session stopped with
+	// ctx stays at a generation the coordinator has left, every commit is
+	// refused (ILLEGAL_GENERATION), and the next owners process again
+	// what the member processed since its last commit (at-least-once: on
+	// state restored from the changelog, counted twice).
+	loopCtx, cancelLoop := context.WithCancelCause(ctx)
+	defer cancelLoop(nil)
+	groupCtx, stopGroup := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopGroup()
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		claim := func(ctx context.Context, c kafka.Claim) error { return d.Claim(ctx, c, m) }
-		if err := group.Run(runCtx, kafka.HandlerFunc(claim)); err != nil {
-			cancel(err)
+		if err := group.Run(groupCtx, kafka.HandlerFunc(claim)); err != nil {
+			cancelLoop(err)
 		}
 	})
-	err = m.Loop(runCtx)
-	cancel(nil)
+	err = m.Loop(loopCtx)
+	cancelLoop(nil)
+	stopGroup()
 	wg.Wait()
-	if cause := context.Cause(runCtx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+	if cause := context.Cause(loopCtx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause
 	}
 	if ferr := m.Finish(context.WithoutCancel(ctx)); err == nil {
@@ -97,6 +110,13 @@ func (d *Driver) Run(ctx context.Context, m Mode) error {
 		return fmt.Errorf("%s: %w", d.cfg.Name, err)
 	}
 	return nil
+}
+
+// GracefulStop reports whether ctx, a Loop's, ended with a stop rather
+// than with the group's failure: the group session is then still live
+// (Run stops the group once Loop returned), for a last commit.
+func GracefulStop(ctx context.Context) bool {
+	return ctx.Err() != nil && errors.Is(context.Cause(ctx), ctx.Err())
 }
 
 // Claim sets up a claimed partition and runs m on it: the claim's session

@@ -154,14 +154,15 @@ func (e *Engine) Finish(ctx context.Context) error {
 	return errors.Join(err, e.rt.StateApplyFailed())
 }
 
-// coordinate ends an epoch every interval until ctx is done.
+// coordinate ends an epoch every interval until ctx is done, and a last
+// one after a graceful stop (lastEpoch).
 func (e *Engine) coordinate(ctx context.Context) error {
 	tick := time.NewTicker(e.cfg.EpochInterval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return e.lastEpoch(ctx)
 		case <-tick.C:
 			s := e.drv.Session()
 			if s == nil {
@@ -173,6 +174,29 @@ func (e *Engine) coordinate(ctx context.Context) error {
 		}
 	}
 }
+
+// lastEpoch ends a last epoch after a graceful stop, committing under the
+// barrier what the claims processed, while the group session is still
+// live (runtime.Driver stops the group once Loop returned): a rebalance
+// under way when the stop came completes meanwhile, and the epoch commits
+// in the generation it reached. The claims' own last commits, once the
+// group stopped, cover only what they process meanwhile; alone, they were
+// refused whenever the stop found the member between a rebalance's
+// JoinGroup and its session's new generation, and everything the member
+// had processed was processed again by the next owners (at-least-once,
+// on state restored from the changelog: counted twice).
+func (e *Engine) lastEpoch(ctx context.Context) error {
+	s := e.drv.Session()
+	if s == nil || !runtime.GracefulStop(ctx) {
+		return nil
+	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lastEpochTimeout)
+	defer cancel()
+	return e.endEpoch(lctx, s, false)
+}
+
+// lastEpochTimeout bounds lastEpoch.
+const lastEpochTimeout = 30 * time.Second
 
 // Claim processes one partition until its claim ends, then ends the epoch so
 // that the partition is released with everything processed committed. After
