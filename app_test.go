@@ -189,14 +189,7 @@ func testHandOver(t *testing.T, env *kafkatest.Env, opts ...weir.Option) {
 	produceLines(t, env, in, 300, 300, vocab, want)
 	seen := waitForCounts(t, env, out, want)
 	stopAll()
-
-	for w, n := range want {
-		s := seen[w]
-		require.Len(t, s, int(n), "word %s: one output per occurrence", w)
-		for i, c := range s {
-			require.Equal(t, int64(i+1), c, "word %s: output %d", w, i)
-		}
-	}
+	requireExact(t, want, seen)
 }
 
 func TestNewValidatesOptions(t *testing.T) {
