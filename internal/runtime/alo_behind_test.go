@@ -10,6 +10,8 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
@@ -17,6 +19,7 @@ import (
 	"github.com/weirstream/weir/internal/runtime/runtimetest"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/third_party/kfake"
 )
 
 // aloBehind is an at-least-once runtime over a count of in (partitions
@@ -24,6 +27,7 @@ import (
 // engine's, and the tasks it acquired.
 type aloBehind struct {
 	t     *testing.T
+	env   *kafkatest.Env
 	rt    *runtime.Runtime
 	app   string
 	in    string
@@ -50,7 +54,7 @@ func newALOBehind(t *testing.T, env *kafkatest.Env, partitions int32) *aloBehind
 	require.NoError(t, rt.Prepare(ctx))
 	t.Cleanup(func() { require.NoError(t, rt.Close()) })
 	require.True(t, rt.CanCommitBehind())
-	h := &aloBehind{t: t, rt: rt, app: app, in: in, out: out, tasks: map[int32]*runtime.Task{}, next: map[int32]int64{}}
+	h := &aloBehind{t: t, env: env, rt: rt, app: app, in: in, out: out, tasks: map[int32]*runtime.Task{}, next: map[int32]int64{}}
 	for p := range partitions {
 		task, err := rt.Tasks().Acquire(ctx, processor.TaskID{Subtopology: 0, Partition: p}, 1)
 		require.NoError(t, err)
@@ -86,6 +90,32 @@ func (h *aloBehind) positions() runtime.Positions {
 		pos[offsets.TopicPartition{Topic: h.in, Partition: p}] = next
 	}
 	return pos
+}
+
+// stoppedWhileOutputsRefused cuts an epoch while the output topic
+// refuses every write, retriably — the cut holds the changelog records
+// for the commit behind — then commits it behind with a context a stop
+// ended: the commit keeps the epoch, its changelog records not sent.
+func (h *aloBehind) stoppedWhileOutputsRefused(s kafka.Session) {
+	h.env.RequireKfake(h.t)
+	fault := h.env.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: h.out, Err: kerr.NotEnoughReplicas, Count: -1})
+	defer fault.Remove()
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	err := h.commitBehindCtx(stopped, s)
+	require.True(h.t, runtime.Stopped(stopped, err), "%v", err)
+}
+
+// changelog returns the records of partition p of the counts store's
+// changelog, but the writer markers.
+func (h *aloBehind) changelog(p int32) []kafka.Record {
+	var recs []kafka.Record
+	for _, rec := range kafkatest.ReadCommittedPartitions(h.t, h.env, h.app+"-counts-changelog")[p] {
+		if !runtime.IsWriterMarker(rec.Headers) {
+			recs = append(recs, rec)
+		}
+	}
+	return recs
 }
 
 // query returns the count of k a query of partition p reads.
@@ -258,12 +288,10 @@ func TestAtLeastOnceCommitBehindStoppedKeepsTheEpoch(t *testing.T) {
 		h := newALOBehind(t, env, 1)
 		s := &commitSession{}
 		h.process(0, "k")
-		stopped, stop := context.WithCancel(context.Background())
-		stop()
-		err := h.commitBehindCtx(stopped, s)
-		require.True(t, runtime.Stopped(stopped, err), "%v", err)
+		h.stoppedWhileOutputsRefused(s)
 		_, ok := h.query(0, "k")
 		require.False(t, ok)
+		require.Empty(t, h.changelog(0), "the stopped commit wrote changelog records")
 
 		h.process(0, "k")
 		require.NoError(t, h.rt.Commit(context.Background(), h.positions(), s)) // a claim's last commit
@@ -274,5 +302,32 @@ func TestAtLeastOnceCommitBehindStoppedKeepsTheEpoch(t *testing.T) {
 		n, _ = h.stored(0, "k")
 		require.EqualValues(t, 2, n)
 		require.Equal(t, []map[int32]int64{{0: 2}}, s.committed)
+		require.Len(t, h.changelog(0), 2, "the last commit did not write the kept epoch's changelog record, then its own")
+	})
+}
+
+// A task released while a stopped at-least-once commit behind kept its
+// epoch drops that epoch's changelog records not sent yet, with its
+// state: the next commit sends the other tasks' only. Written after the
+// release, they would land in a changelog partition that may be another
+// member's by then, after its restore.
+func TestReleaseDropsTheKeptChangelog(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		h := newALOBehind(t, env, 2)
+		s := &commitSession{}
+		h.process(0, "a")
+		h.process(1, "b")
+		h.stoppedWhileOutputsRefused(s)
+
+		h.rt.Tasks().Release(h.tasks[0])
+		delete(h.tasks, 0)
+		delete(h.next, 0)
+		require.NoError(t, h.commitBehind(s))
+		require.Len(t, h.changelog(1), 1, "the kept changelog record of the task still held was not written")
+		require.Empty(t, h.changelog(0), "the released task's kept changelog record was written")
+		h.storedEventually(1, "b", 1)
+		h.rt.Tasks().Release(h.tasks[1])
+		_, ok := h.stored(0, "a")
+		require.False(t, ok, "the released task's kept state reached Badger")
 	})
 }

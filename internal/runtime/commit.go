@@ -98,7 +98,14 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 	if err := r.flushCaches(ctx); err != nil { // record caches: before anything is committed
 		return r.flushFailed(ctx, fmt.Errorf("runtime: flush record caches: %w", err))
 	}
-	if err := r.Timed(PhaseMembership, &ph.Membership, func() error { return r.checkMembership(ctx, s) }); err != nil {
+	// The layers kept by at-least-once commits behind are decided with
+	// the epoch, before it; their changelog records not sent yet go
+	// before the epoch's.
+	kept, decided := r.layers.takeKept()
+	defer decided()
+	changelog := r.pendingChangelog() + heldChangelog(kept)
+	if err := r.Timed(PhaseMembership, &ph.Membership, func() error { return r.checkMembership(ctx, s, changelog) }); err != nil {
+		discardLayers(kept)
 		r.dropStaged()
 		return err
 	}
@@ -110,13 +117,10 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 		return err
 	}
 	waited := time.Since(waitStart)
-	if err := r.outputsThenChangelogs(ctx, ph); err != nil {
+	if err := r.outputsThenChangelogs(ctx, ph, kept); err != nil {
+		r.layers.keep(kept...)
 		return r.flushFailed(ctx, err)
 	}
-	// The layers kept by at-least-once commits behind are decided with
-	// the epoch, before it.
-	kept, decided := r.layers.takeKept()
-	defer decided()
 	err := r.commitKafka(ctx, positions, s, ph)
 	switch {
 	case errors.Is(err, ErrCommitLater):
@@ -152,23 +156,29 @@ func (r *Runtime) flushFailed(ctx context.Context, err error) error {
 	return err
 }
 
-// outputsThenChangelogs sends the changelog records of the tasks. Under
-// at-least-once it first waits until every output sent before them is
-// acknowledged (PhaseOutputsWait): the producer orders records within a
-// partition only, so an output waiting in its retries could otherwise be
-// overtaken by the changelog record of the same update, and a crash then
-// leaves a changelog holding an update whose output never reached Kafka —
-// the next owner restores it, and the record's replay does not write that
-// update's output again (the chaos suite on Kafka 4.4 and on the
-// three-broker cluster: "aggregate … never written"). Under exactly-once
-// the transaction makes both or neither visible.
-func (r *Runtime) outputsThenChangelogs(ctx context.Context, ph *Phases) error {
-	if r.txn == nil && r.pendingChangelog() > 0 {
+// outputsThenChangelogs sends the changelog records the kept layers
+// still hold (see sendChangelogs), then the tasks'. Under at-least-once
+// it first waits until every output sent before them is acknowledged
+// (PhaseOutputsWait): the producer orders records within a partition
+// only, so an output waiting in its retries could otherwise be overtaken
+// by the changelog record of the same update, and a crash then leaves a
+// changelog holding an update whose output never reached Kafka — the next
+// owner restores it, and the record's replay does not write that update's
+// output again (the chaos suite on Kafka 4.4 and on the three-broker
+// cluster: "aggregate … never written"). Under exactly-once the
+// transaction makes both or neither visible.
+func (r *Runtime) outputsThenChangelogs(ctx context.Context, ph *Phases, kept []*epochLayer) error {
+	if r.txn == nil && r.pendingChangelog()+heldChangelog(kept) > 0 {
 		if err := r.Timed(PhaseOutputsWait, &ph.OutputsWait, func() error { return r.flushOutputs(ctx) }); err != nil {
 			return err
 		}
 	}
-	return r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error { return r.flushChangelogs(ctx) })
+	return r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error {
+		if err := r.sendHeld(ctx, kept); err != nil {
+			return err
+		}
+		return r.flushChangelogs(ctx)
+	})
 }
 
 // flushOutputs waits until every record sent to the at-least-once
@@ -221,11 +231,11 @@ func (r *Runtime) commitKafka(ctx context.Context, positions Positions, s kafka.
 // rewinds (ErrRewind), and rejoins. An answer it cannot read lets the
 // commit go on (the commit then tells). Restores skip what a stall in the
 // middle of the flush still lets through (writer.go).
-func (r *Runtime) checkMembership(ctx context.Context, s kafka.Session) error {
+func (r *Runtime) checkMembership(ctx context.Context, s kafka.Session, changelog int) error {
 	if r.txn != nil || s == nil {
 		return nil
 	}
-	if time.Since(r.aliveAt) < cmp.Or(r.cfg.SessionTimeout, kafka.DefaultSessionTimeout)/2 || r.pendingChangelog() == 0 {
+	if time.Since(r.aliveAt) < cmp.Or(r.cfg.SessionTimeout, kafka.DefaultSessionTimeout)/2 || changelog == 0 {
 		return nil
 	}
 	sent := time.Now()

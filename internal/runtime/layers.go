@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/statestore"
 	"github.com/weirstream/weir/statestore/badgerstore"
@@ -162,6 +163,14 @@ func (sl *stateLayers) keep(ls ...*epochLayer) {
 	}
 }
 
+// keptChangelog reports whether a kept layer holds changelog records not
+// sent yet: a later epoch's must not be sent before them.
+func (sl *stateLayers) keptChangelog() bool {
+	sl.pendingMu.Lock()
+	defer sl.pendingMu.Unlock()
+	return heldChangelog(sl.kept) > 0
+}
+
 // discardKept discards the kept layers: their epochs rewind.
 func (sl *stateLayers) discardKept() {
 	kept, decided := sl.takeKept()
@@ -171,11 +180,12 @@ func (sl *stateLayers) discardKept() {
 	}
 }
 
-// dropKept removes the stores of a task being released, and their
-// checkpoints, from the kept layers, once the epoch cut last is decided
-// (its layer may be kept) and no commit is deciding kept layers: a later
-// commit must never write them to Badger, the task's partition being
-// another member's by then, perhaps (see Commit). The task is out of the
+// dropKept removes the stores of a task being released, their
+// checkpoints and their changelog records not sent yet, from the kept
+// layers, once the epoch cut last is decided (its layer may be kept) and
+// no commit is deciding kept layers: a later commit must never write them
+// to Badger or to the changelog, the task's partition being another
+// member's by then, perhaps (see Commit). The task is out of the
 // registry: no later cut freezes its state.
 func (sl *stateLayers) dropKept(t *Task) {
 	sl.pendingMu.Lock()
@@ -194,7 +204,8 @@ func (sl *stateLayers) dropKept(t *Task) {
 			delete(l.checkpoints, badgerstore.StorePartition{Store: fs.spec.Name, Partition: fs.partition})
 			return true
 		})
-		if len(l.stores) > 0 {
+		l.changelog = slices.DeleteFunc(l.changelog, func(tr taskRecord) bool { return tr.task == t })
+		if len(l.stores) > 0 || len(l.changelog) > 0 {
 			kept = append(kept, l)
 		}
 	}
@@ -222,12 +233,24 @@ func (sl *stateLayers) undecided() chan struct{} {
 // epochLayer is one commit's layers: a layer of every store the tasks
 // wrote in the epoch, and the checkpoints job 1 reads for them.
 type epochLayer struct {
-	stores      []frozenStore
+	stores []frozenStore
+	// changelog are the changelog records of an at-least-once epoch cut
+	// behind not sent yet, in order: its commit behind sends them once
+	// every output sent before is acknowledged (sendChangelogs), and a
+	// commit that decides the layer after one that failed or was stopped
+	// sends them first. nil once sent.
+	changelog   []taskRecord
 	checkpoints map[badgerstore.StorePartition]badgerstore.Position
 	// checkpointed is the number of the job (in the runtime's
 	// checkpoints) that read checkpoints, once added: a kept layer's is
 	// read when it is kept.
 	checkpointed int64
+}
+
+// taskRecord is a changelog record of a task, held until sent.
+type taskRecord struct {
+	task *Task // for dropKept
+	rec  kafka.Record
 }
 
 // frozenStore is the layer of one store of one task.

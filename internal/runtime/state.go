@@ -268,6 +268,20 @@ func (r *Runtime) flushChangelogs(ctx context.Context) error {
 	})
 }
 
+// holdChangelogs takes every task's pending changelog records, as
+// flushChangelogs would send them, without sending them: an at-least-once
+// cut hands them to its commit behind (sendChangelogs).
+func (r *Runtime) holdChangelogs(ctx context.Context) ([]taskRecord, error) {
+	var held []taskRecord
+	err := r.tasks.eachTask(func(t *Task) error {
+		t.ctx = ctx
+		t.hold = func(rec kafka.Record) { held = append(held, taskRecord{task: t, rec: rec}) }
+		defer func() { t.ctx, t.hold = nil, nil }()
+		return t.task.FlushChangelog()
+	})
+	return held, err
+}
+
 // pendingChangelog is the number of changelog records the tasks have to
 // flush.
 func (r *Runtime) pendingChangelog() int {

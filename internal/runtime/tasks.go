@@ -42,11 +42,14 @@ type Task struct {
 	ready  chan struct{} // closed once restored and created (or failed)
 	err    error         // creation error, set before ready closes
 	refs   int           // guarded by Tasks.mu
-	mu     sync.Mutex    // guards task and ctx
+	mu     sync.Mutex    // guards task, ctx and hold
 	task   *processor.Task
 	staged []stagedStore
 	owned  []badgerstore.StorePartition // store partitions this task holds
 	ctx    context.Context              // of the Process call in progress, for emits
+	// hold, if set, takes the task's changelog records instead of the
+	// producer (captureChangelogs).
+	hold func(kafka.Record)
 	// writer is the generation stamped on the task's changelog records
 	// (see writer.go): the group generation it was acquired in, or the
 	// newest its restore saw if that is newer. Set before ready closes.
@@ -230,6 +233,10 @@ func (t *Task) emit(o processor.Output) error {
 		// producer or the whole transaction.
 		if err := kafka.CheckSize(rec); err != nil {
 			return fmt.Errorf("runtime: output: %w", err)
+		}
+		if o.Kind == processor.OutputChangelog && t.hold != nil {
+			t.hold(rec)
+			return nil // counted when sent
 		}
 		err = t.rt.output.Send(ctx, rec)
 	}
