@@ -65,6 +65,7 @@ func main() {
 		trace:  flag.String("trace", "", "directory for an execution trace of every Go child, 5 s from 20 s after its start"),
 		phases: flag.String("phases", "", "directory for every weir child's epoch-end phase times (weir_epoch_phase_seconds)"),
 	}
+	latFor := flag.Duration("latency-for", 0, "how long each latency row offers its load (default 10s, -quick 5s): longer windows rank tails on a noisy machine")
 	alt := flag.String("alt", "", `another build of this bench (e.g. against the library before a change): the rows named "alt.<weir row>" in -systems run their child from it`)
 	flag.Parse()
 	altBinary = *alt
@@ -91,6 +92,12 @@ func main() {
 	p := params{statelessN: 2_000_000, wordLines: 500_000, latRate: 5000, latDur: 10 * time.Second, runTimeout: 15 * time.Minute}
 	if *quick {
 		p = params{statelessN: 200_000, wordLines: 50_000, latRate: 5000, latDur: 5 * time.Second, runTimeout: 60 * time.Second}
+	}
+	if *latFor < 0 {
+		fatal(fmt.Errorf("bench: -latency-for %v: must not be negative", *latFor))
+	}
+	if *latFor > 0 {
+		p.latDur = *latFor
 	}
 	brokerDesc := ""
 	var addrs []string
