@@ -114,6 +114,7 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 	// epoch's state apply.
 	waitStart := time.Now()
 	if err := r.waitCheckpointed(); err != nil {
+		r.layers.keep(kept...)
 		return err
 	}
 	waited := time.Since(waitStart)

@@ -99,7 +99,9 @@ func (r *Runtime) CanCommitBehind() bool {
 // stopped (see above), for the epoch whose records end at positions. Its
 // errors are Commit's: under exactly-once an output the transaction
 // refused aborts it (ErrRewind) and drops the epoch's state, as does a
-// record held during the previous commit that failed when sent. After an
+// record held during the previous commit that failed when sent; under
+// at-least-once a member removed from its group before the cut wrote its
+// changelog records rewinds (ErrRewind, see checkMembership). After an
 // error there is nothing to commit behind.
 func (r *Runtime) CutBehind(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) (*EpochCut, error) {
 	if ph == nil {
