@@ -151,11 +151,13 @@ func TestAtLeastOnceClaimsWaitForACommitBehindThatLags(t *testing.T) {
 }
 
 // An at-least-once epoch of a stateful topology commits behind too: its
-// cut flushes the changelog and freezes the state pending; while its
-// outputs wait for their acknowledgement the claims go on processing on
-// top of it, queries do not see it, and its offset is committed only once
-// they are acknowledged — then queries see its state. Before, such an
-// epoch committed under the barrier.
+// cut freezes the state pending, and holds the changelog records while
+// an output is refused; while its outputs wait for their acknowledgement
+// the claims go on processing on top of it, queries do not see it, and
+// its offset is committed only once they are acknowledged — then queries
+// see its state. Before, such an epoch committed under the barrier; and
+// before the cut's wait for the outputs was bounded (cutOutputsWait), the
+// cut waited under the barrier for as long as the output was refused.
 func TestAtLeastOnceStatefulEpochCommitsBehind(t *testing.T) {
 	ctx := t.Context()
 	e, b := countingEngine(t)
@@ -171,25 +173,26 @@ func TestAtLeastOnceStatefulEpochCommitsBehind(t *testing.T) {
 	// records wait in the producer's retries, and so does the epoch's
 	// flush.
 	fault := kfakehook.Cluster(b).Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.NotEnoughReplicas, Count: -1})
+	send(1) // its output waits in the producer's retries: the epoch end must not wait for it
 
 	endsAtOnce(t, e, c)
-	send(1) // processed on top of epoch 1's pending state while its flush waits
+	send(2) // processed on top of epoch 1's pending state while its flush waits
 	require.Empty(t, c.marked(), "an offset committed before its outputs were acknowledged")
 	_, ok := query()
 	require.False(t, ok, "a query saw the state of an epoch not committed")
 
 	fault.Remove()
 	require.NoError(t, settle(ctx, e))
-	require.Equal(t, []int64{1}, c.marked())
+	require.Equal(t, []int64{2}, c.marked())
 	n, ok := query()
 	require.True(t, ok, "the epoch's state is not visible once committed")
-	require.EqualValues(t, 1, n)
+	require.EqualValues(t, 2, n)
 
 	require.NoError(t, e.endEpoch(ctx, c, true))
 	require.NoError(t, settle(ctx, e))
-	require.Equal(t, []int64{1, 2}, c.marked(), "each epoch commits its offset, in order")
+	require.Equal(t, []int64{2, 3}, c.marked(), "each epoch commits its offset, in order")
 	n, _ = query()
-	require.EqualValues(t, 2, n, "the second record counted on top of the first epoch's pending state")
+	require.EqualValues(t, 3, n, "the third record counted on top of the first epoch's pending state")
 	require.Equal(t, int64(2), e.Epochs())
 
 	close(c.records)
