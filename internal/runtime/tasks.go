@@ -48,7 +48,7 @@ type Task struct {
 	owned  []badgerstore.StorePartition // store partitions this task holds
 	ctx    context.Context              // of the Process call in progress, for emits
 	// hold, if set, takes the task's changelog records instead of the
-	// producer (captureChangelogs).
+	// producer (holdChangelogs).
 	hold func(kafka.Record)
 	// writer is the generation stamped on the task's changelog records
 	// (see writer.go): the group generation it was acquired in, or the
