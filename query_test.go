@@ -29,6 +29,7 @@ type reply struct {
 	Partition int32  `json:"partition"`
 	ServedBy  string `json:"servedBy"`
 	Error     string `json:"error"`
+	Cause     string `json:"cause"`
 	Owner     *struct {
 		Member string `json:"member"`
 		Addr   string `json:"addr"`
