@@ -114,15 +114,6 @@ func WithFetchMaxWait(d time.Duration) Option {
 	return func(c *config) { c.kafkaTuning.FetchMaxWait = d }
 }
 
-// tuning is the Kafka client options with the mode's defaults filled in.
-func (c *config) tuning() kafka.Tuning {
-	t := c.kafkaTuning
-	if t.Linger == 0 && c.mode == Continuous && c.guarantee == ExactlyOnce {
-		t.Linger = DefaultLinger
-	}
-	return t
-}
-
 // validateKafka reports the Kafka client options' problems to bad.
 func (c *config) validateKafka(bad func(format string, a ...any)) {
 	t := c.kafkaTuning

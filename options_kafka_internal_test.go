@@ -15,10 +15,11 @@ import (
 func TestLingerDefaultsByMode(t *testing.T) {
 	linger := func(opts ...Option) time.Duration {
 		t.Helper()
-		var c config
+		c := newConfig()
 		for _, o := range opts {
 			o(&c)
 		}
+		c.ensureDefaults()
 		return c.kafkaConfig().Tuning.Linger
 	}
 	mb := WithMicroBatch(microbatch.Config{Trigger: microbatch.Continuously()})

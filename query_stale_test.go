@@ -71,8 +71,8 @@ func TestQueryMaxLagServesStandbys(t *testing.T) {
 		// Without maxLag the owner answers. The standby answers above do
 		// not wait for the owner: a partition that just moved to the
 		// second instance may still be restoring there, and the owner then
-		// turns queries away with a 503 (cause "restoring") until it runs
-		// — CI stop 32 failed on one such reply. Any other refusal fails.
+		// turns queries away with a 503 (cause "restoring") until it
+		// runs. Any other refusal fails.
 		require.Eventually(t, func() bool {
 			for w, n := range want {
 				var r staleReply
