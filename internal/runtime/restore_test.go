@@ -99,11 +99,13 @@ func TestRestoreWaitsForTheChangelogsOpenTransaction(t *testing.T) {
 		require.NoError(t, c.Close())
 
 		var last int64
+		var counts []int64 // both applications' outputs, for the failure message
 		for _, rec := range kafkatest.ReadCommitted(t, env, out) {
 			last, err = serde.Int64().Deserialize(out, rec.Value)
 			require.NoError(t, err)
+			counts = append(counts, last)
 		}
-		require.Equal(t, int64(3), last, "the restore left out the transaction undecided when it began")
+		require.Equal(t, int64(3), last, "the restore left out the transaction undecided when it began (outputs %v)", counts)
 	})
 }
 
