@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"testing"
 	"time"
 
@@ -98,6 +99,16 @@ func TestRestoreWaitsForTheChangelogsOpenTransaction(t *testing.T) {
 		c.Tasks().Release(task)
 		require.NoError(t, c.Close())
 
+		// EndTxn returns before the commit markers reach the partitions:
+		// wait until the output has no undecided records left (its last
+		// stable offset is its high watermark) before reading it.
+		require.Eventually(t, func() bool {
+			hw, err := kafkatest.EndOffsets(ctx, env.Brokers, out, false)
+			require.NoError(t, err)
+			stable, err := kafkatest.EndOffsets(ctx, env.Brokers, out, true)
+			require.NoError(t, err)
+			return maps.Equal(hw, stable)
+		}, 30*time.Second, 20*time.Millisecond, "the output's transactions are decided")
 		var last int64
 		var counts []int64 // both applications' outputs, for the failure message
 		for _, rec := range kafkatest.ReadCommitted(t, env, out) {
