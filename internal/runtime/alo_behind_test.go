@@ -92,14 +92,18 @@ func (h *aloBehind) positions() runtime.Positions {
 	return pos
 }
 
-// stoppedWhileOutputsRefused cuts an epoch while the output topic
-// refuses every write, retriably — the cut holds the changelog records
-// for the commit behind — then commits it behind with a context a stop
-// ended: the commit keeps the epoch, its changelog records not sent.
-func (h *aloBehind) stoppedWhileOutputsRefused(s kafka.Session) {
+// stoppedWhileOutputsRefused runs process (the epoch's records) and cuts
+// the epoch while the output topic refuses every write, retriably — so no
+// output is acknowledged, and the cut holds the changelog records for the
+// commit behind — then commits it behind with a context a stop ended: the
+// commit keeps the epoch, its changelog records not sent. (Records
+// processed before the refusal may be acknowledged within the cut's wait,
+// and their changelog records then sent under the barrier.)
+func (h *aloBehind) stoppedWhileOutputsRefused(s kafka.Session, process func()) {
 	h.env.RequireKfake(h.t)
 	fault := h.env.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: h.out, Err: kerr.NotEnoughReplicas, Count: -1})
 	defer fault.Remove()
+	process()
 	stopped, stop := context.WithCancel(context.Background())
 	stop()
 	err := h.commitBehindCtx(stopped, s)
@@ -287,8 +291,7 @@ func TestAtLeastOnceCommitBehindStoppedKeepsTheEpoch(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		h := newALOBehind(t, env, 1)
 		s := &commitSession{}
-		h.process(0, "k")
-		h.stoppedWhileOutputsRefused(s)
+		h.stoppedWhileOutputsRefused(s, func() { h.process(0, "k") })
 		_, ok := h.query(0, "k")
 		require.False(t, ok)
 		require.Empty(t, h.changelog(0), "the stopped commit wrote changelog records")
@@ -315,9 +318,10 @@ func TestReleaseDropsTheKeptChangelog(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		h := newALOBehind(t, env, 2)
 		s := &commitSession{}
-		h.process(0, "a")
-		h.process(1, "b")
-		h.stoppedWhileOutputsRefused(s)
+		h.stoppedWhileOutputsRefused(s, func() {
+			h.process(0, "a")
+			h.process(1, "b")
+		})
 
 		h.rt.Tasks().Release(h.tasks[0])
 		delete(h.tasks, 0)
