@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -37,6 +38,9 @@ type Producer struct {
 	t deliveries
 	// why replaces sarama's "circuit breaker is open" by its cause.
 	why causes
+	// hold is the adaptive linger (hold.go); nil when the Tuning sets a
+	// Linger, which sarama applies itself.
+	hold *hold
 }
 
 // ProducerRetries and ProducerBackoff are the retries of the
@@ -89,6 +93,10 @@ func NewProducer(cfg Config) (*Producer, error) {
 		ap:      ap,
 		closing: make(chan struct{}),
 	}
+	if cfg.Tuning.Linger == 0 {
+		p.hold = &hold{}
+		p.hold.tick = p.tick
+	}
 	p.t.init()
 	p.drained.Add(2)
 	go p.drainSuccesses()
@@ -115,21 +123,27 @@ func (p *Producer) Send(ctx context.Context, r Record) error {
 	msg := MessageFromRecord(r)
 	seq := p.t.register()
 	msg.Metadata = seq
-	select { // fast path: room in sarama's input buffer
-	case p.ap.Input() <- msg:
-		return nil
-	default:
+	if h := p.hold; h != nil {
+		h.mu.Lock()
+		if h.add(msg) {
+			if len(h.held) >= holdMaxRecords {
+				// What is not handed over before ctx is done stays held:
+				// r is on its way either way.
+				_ = p.hand(ctx)
+			}
+			h.mu.Unlock()
+			return nil
+		}
+		h.mu.Unlock()
 	}
-	select {
-	case p.ap.Input() <- msg:
-		return nil
-	case <-ctx.Done():
+	if err := p.input(ctx, msg); err != nil {
 		p.t.complete(seq, nil)
-		return fmt.Errorf("kafka: send to %q: %w", r.Topic, ctx.Err())
-	case <-p.closing:
-		p.t.complete(seq, nil)
-		return fmt.Errorf("kafka: send: %w", ErrClosed)
+		if errors.Is(err, ErrClosed) {
+			return fmt.Errorf("kafka: send: %w", err)
+		}
+		return fmt.Errorf("kafka: send to %q: %w", r.Topic, err)
 	}
+	return nil
 }
 
 // Flush waits until every record sent before the call is acknowledged or
@@ -138,6 +152,15 @@ func (p *Producer) Send(ctx context.Context, r Record) error {
 // done first it returns ctx's error and keeps any delivery error for the
 // next Flush.
 func (p *Producer) Flush(ctx context.Context) error {
+	p.mu.RLock()
+	var err error
+	if !p.closed {
+		err = p.handHeld(ctx)
+	}
+	p.mu.RUnlock()
+	if err != nil {
+		return fmt.Errorf("kafka: flush: %w", err)
+	}
 	done := p.t.waitFor()
 	select {
 	case <-done:
@@ -156,6 +179,7 @@ func (p *Producer) Close() error {
 		close(p.closing)
 		p.mu.Lock()
 		p.closed = true
+		p.handHeldAtClose()
 		p.mu.Unlock()
 		p.ap.AsyncClose()
 		p.drained.Wait()
