@@ -47,8 +47,10 @@ func WithCompressionLevel(level int) Option {
 
 // WithLinger lets the producers hold records up to d to send fuller
 // requests (Kafka's linger.ms). Default (and for 0): DefaultLinger in the
-// continuous mode under exactly-once, none otherwise — a request then
-// leaves as soon as the previous one to the broker is answered. A linger
+// continuous mode under exactly-once; otherwise an adaptive linger — the
+// at-least-once producer holds records up to 5 ms only while it is
+// given 20,000 or more a second, and below that a request leaves as soon
+// as the previous one to the broker is answered (docs/kafka.md). A linger
 // adds up to d to a record's latency where the broker answers fast, and
 // delays every commit by up to d (a commit waits for its outputs; the
 // continuous mode's commits run behind processing). New accepts 1 ms to
