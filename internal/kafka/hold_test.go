@@ -51,15 +51,32 @@ func requireAllInOrder(t *testing.T, env *kafkatest.Env, topic string, n int) {
 	}
 }
 
+// holdingProducer returns a producer of a new topic of partitions
+// partitions, given records back to back (sendFast) until it holds more
+// than 10, and the number given.
+func holdingProducer(t *testing.T, env *kafkatest.Env, partitions int32) (p *kafka.Producer, topic string, n int) {
+	t.Helper()
+	topic = kafkatest.Topic(t)
+	kafkatest.CreateTopic(t, env, topic, partitions)
+	p, err := kafka.NewProducer(env.Config())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	for {
+		// A loaded machine may pause the loop for longer than a window
+		// now and then, so the test sends until it sees the holding.
+		n += 100
+		if sendFast(t, p, topic, n-100, 100) > 10 {
+			return p, topic, n
+		}
+		require.Less(t, n, 200_000, "records sent back to back were never held")
+	}
+}
+
 // A loaded producer holds records (the adaptive linger); a Flush hands
 // them over and waits for them, in order.
 func TestProducerHoldsUnderLoad(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
-		topic := kafkatest.Topic(t)
-		kafkatest.CreateTopic(t, env, topic, 4)
-		p := newProducer(t, env)
-		const n = 5000
-		require.Positive(t, sendFast(t, p, topic, 0, n), "5,000 records sent back to back were never held")
+		p, topic, n := holdingProducer(t, env, 4)
 		require.NoError(t, p.Flush(t.Context()))
 		_, held := kafka.HoldState(p)
 		require.Zero(t, held, "held after a Flush")
@@ -87,34 +104,19 @@ func TestProducerDoesNotHoldATrickle(t *testing.T) {
 // The holding ends with the load: after a pause, a record goes at once.
 func TestProducerHoldEndsAfterAPause(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
-		topic := kafkatest.Topic(t)
-		kafkatest.CreateTopic(t, env, topic, 2)
-		p := newProducer(t, env)
-		require.Positive(t, sendFast(t, p, topic, 0, 3000))
+		p, topic, n := holdingProducer(t, env, 2)
 		require.NoError(t, p.Flush(t.Context()))
 		time.Sleep(50 * time.Millisecond)
-		require.Zero(t, sendFast(t, p, topic, 3000, 1), "a record after a 50 ms pause was held")
+		require.Zero(t, sendFast(t, p, topic, n, 1), "a record after a 50 ms pause was held")
 		require.NoError(t, p.Flush(t.Context()))
-		requireAllInOrder(t, env, topic, 3001)
+		requireAllInOrder(t, env, topic, n+1)
 	})
 }
 
 // Close hands over the records still held: none is lost.
 func TestProducerCloseSendsHeldRecords(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
-		topic := kafkatest.Topic(t)
-		kafkatest.CreateTopic(t, env, topic, 4)
-		p, err := kafka.NewProducer(env.Config())
-		require.NoError(t, err)
-		n := 0
-		for {
-			sendFast(t, p, topic, n, 1)
-			n++
-			if _, held := kafka.HoldState(p); held > 10 {
-				break
-			}
-			require.Less(t, n, 100_000, "records sent back to back were never held")
-		}
+		p, topic, n := holdingProducer(t, env, 4)
 		require.NoError(t, p.Close())
 		requireAllInOrder(t, env, topic, n)
 	})
