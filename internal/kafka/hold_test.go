@@ -54,6 +54,11 @@ func requireAllInOrder(t *testing.T, env *kafkatest.Env, topic string, n int) {
 // holdingProducer returns a producer of a new topic of partitions
 // partitions, given records back to back (sendFast) until it holds more
 // than 10, and the number given.
+//
+// The first 100 records are flushed before: a new topic's first produce
+// may be answered with a retriable error while its leaders settle, and
+// sarama fails a batch that retries while the producer closes ("in
+// process of shutting down", reported by Close; seen on Kafka 4.4).
 func holdingProducer(t *testing.T, env *kafkatest.Env, partitions int32) (p *kafka.Producer, topic string, n int) {
 	t.Helper()
 	topic = kafkatest.Topic(t)
@@ -61,6 +66,9 @@ func holdingProducer(t *testing.T, env *kafkatest.Env, partitions int32) (p *kaf
 	p, err := kafka.NewProducer(env.Config())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close() })
+	n = 100
+	sendFast(t, p, topic, 0, n)
+	require.NoError(t, p.Flush(t.Context()))
 	for {
 		// A loaded machine may pause the loop for longer than a window
 		// now and then, so the test sends until it sees the holding.
