@@ -135,7 +135,7 @@ func (p *Producer) tick() {
 	_ = p.hand(context.Background())
 }
 
-// handHeld hands over what is held (Flush, Close), without waiting for
+// handHeld hands over what is held (Flush), without waiting for
 // the window to end. The caller holds p.mu (read or write) with p open.
 func (p *Producer) handHeld(ctx context.Context) error {
 	if p.hold == nil {
