@@ -6,7 +6,5 @@ func HoldState(p *Producer) (on bool, held int) {
 	if p.hold == nil {
 		return false, 0
 	}
-	p.hold.mu.Lock()
-	defer p.hold.mu.Unlock()
-	return p.hold.on, len(p.hold.held)
+	return p.hold.State()
 }

@@ -1,24 +1,26 @@
 package kafka
 
 import (
-	"context"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
 )
 
-// The at-least-once Producer's adaptive linger. Without a linger sarama
-// sends a request as soon as the previous one to the broker is answered:
-// no latency is added, but under load the requests are small and many,
-// and on a small machine the broker's work per request costs throughput
-// (a 5 ms linger raised a stateless application's throughput by 5–20 %
-// on Kafka 4.4, 2 cores). A fixed linger costs every record its wait,
-// even at a trickle (on the embedded broker it doubled the p99 of 5,000
-// records a second). So the Producer lingers only while it is loaded: once
-// it has been given holdLoadedSends records within holdWindow, it holds
-// what it is given and hands it to sarama every holdWindow; a window with
-// fewer sends ends the holding.
+// The producers' adaptive linger. Without a linger sarama sends a request
+// as soon as the previous one to the broker is answered: no latency is
+// added, but under load the requests are small and many, and on a small
+// machine the broker's work per request costs throughput (a 5 ms linger
+// raised a stateless application's throughput by 5–20 % on Kafka 4.4, 2
+// cores). A fixed linger costs every record its wait, even at a trickle
+// (on the embedded broker it doubled the p99 of 5,000 records a second),
+// and a commit waits it out too: sarama has no flush. So a producer
+// lingers only while it is loaded: once it has been given holdLoadedSends
+// records within holdWindow, it holds what it is given and hands it to
+// sarama every holdWindow; a window with fewer sends ends the holding.
+// Where the producer must deliver at once (a Flush, a commit), it hands
+// what is held over without waiting for the window.
 const (
 	// holdWindow is the longest a record is held: Kafka 4's linger.ms.
 	holdWindow = 5 * time.Millisecond
@@ -31,40 +33,62 @@ const (
 	holdMaxRecords = 8192
 )
 
-// hold is the Producer's adaptive linger (see holdWindow). Its mutex orders
-// the records of one caller: a record is handed to sarama directly only
-// when none is held, and held records are handed over under the mutex.
-type hold struct {
+// Hold is a producer's adaptive linger (see holdWindow): it holds the
+// records given to it while they come fast, for its owner to hand to
+// sarama in order. A record is sent directly only when none is held and no
+// hand-over is running; a hand-over takes the held records out under the
+// lock and hands them over outside it, so records given meanwhile are held
+// behind them rather than waiting.
+//
+// The owner gives every record to [Hold.Add] first and sends it itself
+// when Add does not hold it; a timer calls the owner's tick every window
+// while records are held, and the tick calls [Hold.Tick]. It is safe for
+// concurrent use.
+type Hold struct {
+	// handing serializes hand-overs (and Drop): the records of one are
+	// all sent before the next takes its own.
+	handing sync.Mutex
+
 	mu    sync.Mutex
 	on    bool                      // holding: the last window was loaded
+	busy  bool                      // a hand-over is sending records
 	held  []*sarama.ProducerMessage // records given, not yet handed over
+	spare []*sarama.ProducerMessage // the array of the last hand-over, for reuse
 	sends int                       // records given since since
 	since time.Time                 // start of the current window
 	timer *time.Timer               // ends the window while records are held
-	tick  func()                    // the timer's: Producer.tick
+	tick  func()                    // the owner's; calls Tick
 }
 
-// add takes msg. It reports whether msg is held; if not, the caller hands
-// it to sarama itself. now is read only at a window's start and every
-// holdLoadedSends records.
-func (h *hold) add(msg *sarama.ProducerMessage) (held bool) {
+// NewHold returns a Hold whose windows end by calling tick (in a goroutine
+// of its own), which should call [Hold.Tick].
+func NewHold(tick func()) *Hold { return &Hold{tick: tick} }
+
+// Add takes msg and reports whether it holds it; if not, the caller sends
+// msg itself. Once holdMaxRecords are held, Add hands them to send first
+// (see [Hold.Hand]); what send does not take stays held. The clock is read
+// only at a window's start and every holdLoadedSends records.
+func (h *Hold) Add(msg *sarama.ProducerMessage, send func(*sarama.ProducerMessage) error) (held bool) {
+	h.mu.Lock()
 	h.sends++
-	if !h.on {
-		if h.sends >= holdLoadedSends {
-			now := time.Now()
-			h.on = now.Sub(h.since) <= holdWindow
-			h.sends, h.since = 0, now
-		}
-		if !h.on && len(h.held) == 0 {
-			return false
-		}
+	if !h.on && h.sends >= holdLoadedSends {
+		now := time.Now()
+		h.on = now.Sub(h.since) <= holdWindow
+		h.sends, h.since = 0, now
 	}
-	if len(h.held) == 0 && h.on {
-		// The first record of a window. A pause since the last window
-		// ended the load: send at once, as when not holding.
-		if now := time.Now(); now.Sub(h.since) > 2*holdWindow {
+	if len(h.held) == 0 {
+		switch {
+		case h.busy:
+			// A hand-over is sending: msg waits behind its records.
+		case !h.on:
+			h.mu.Unlock()
+			return false
+		case time.Since(h.since) > 2*holdWindow:
+			// The first record of a window, after a pause that ended
+			// the load: send at once, as when not holding.
 			h.on = false
-			h.sends, h.since = 1, now
+			h.sends, h.since = 1, time.Now()
+			h.mu.Unlock()
 			return false
 		}
 		if h.timer == nil {
@@ -74,94 +98,79 @@ func (h *hold) add(msg *sarama.ProducerMessage) (held bool) {
 		}
 	}
 	h.held = append(h.held, msg)
+	full := len(h.held) >= holdMaxRecords
+	h.mu.Unlock()
+	if full {
+		_ = h.Hand(send)
+	}
 	return true
 }
 
-// endWindow starts the next window: holding goes on if this one was
-// loaded. The caller hands over what was held.
-func (h *hold) endWindow() {
-	h.on = h.sends >= holdLoadedSends
-	h.sends, h.since = 0, time.Now()
-}
-
-// hand gives p's held records to sarama, in order, until one would block
-// past ctx or p's closing; those not handed over stay held, first. The
-// caller holds h.mu and p.mu (read) with p open.
-func (p *Producer) hand(ctx context.Context) error {
-	h := p.hold
-	for i, m := range h.held {
-		if err := p.input(ctx, m); err != nil {
-			n := copy(h.held, h.held[i:])
-			clear(h.held[n:])
-			h.held = h.held[:n]
+// Hand gives the held records to send, in order, until send fails; those
+// not taken stay held, first, and Hand returns send's error. Records given
+// while Hand runs are held behind the ones it hands over.
+func (h *Hold) Hand(send func(*sarama.ProducerMessage) error) error {
+	h.handing.Lock()
+	defer h.handing.Unlock()
+	h.mu.Lock()
+	batch := h.held
+	h.held, h.spare = h.spare, nil
+	h.busy = len(batch) > 0
+	h.mu.Unlock()
+	for i, m := range batch {
+		if err := send(m); err != nil {
+			h.mu.Lock()
+			h.held = slices.Concat(batch[i:], h.held)
+			h.busy = false
+			h.mu.Unlock()
 			return err
 		}
 	}
-	clear(h.held)
-	h.held = h.held[:0]
+	clear(batch)
+	h.mu.Lock()
+	h.spare = batch[:0]
+	h.busy = false
+	h.mu.Unlock()
 	return nil
 }
 
-// input hands m to sarama, blocking while its input buffer is full until
-// ctx is done or p is closing.
-func (p *Producer) input(ctx context.Context, m *sarama.ProducerMessage) error {
-	select { // fast path: room in sarama's input buffer
-	case p.ap.Input() <- m:
-		return nil
-	default:
-	}
-	select {
-	case p.ap.Input() <- m:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-p.closing:
-		return ErrClosed
-	}
+// Tick ends a window — holding goes on if it was loaded — and hands the
+// held records to send, as Hand does.
+func (h *Hold) Tick(send func(*sarama.ProducerMessage) error) error {
+	h.mu.Lock()
+	h.on = h.sends >= holdLoadedSends
+	h.sends, h.since = 0, time.Now()
+	h.mu.Unlock()
+	return h.Hand(send)
 }
 
-// tick ends a window of the hold: it hands over what is held.
-func (p *Producer) tick() {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closed { // Close handed everything over
-		return
-	}
-	h := p.hold
+// Drop discards the held records (their transaction aborted) and returns
+// how many there were. A hand-over running finishes first.
+func (h *Hold) Drop() int {
+	h.handing.Lock()
+	defer h.handing.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.endWindow()
-	// An error means p is closing: Close hands the rest over.
-	_ = p.hand(context.Background())
+	n := len(h.held)
+	clear(h.held)
+	h.held = h.held[:0]
+	return n
 }
 
-// handHeld hands over what is held (Flush), without waiting for
-// the window to end. The caller holds p.mu (read or write) with p open.
-func (p *Producer) handHeld(ctx context.Context) error {
-	if p.hold == nil {
-		return nil
-	}
-	p.hold.mu.Lock()
-	defer p.hold.mu.Unlock()
-	return p.hand(ctx)
-}
-
-// handHeldAtClose hands over what is held, waiting for room in sarama's
-// input however long it takes (sarama drains it until AsyncClose), and
-// stops the window's timer. The caller holds p.mu with p closed: no record
-// is given, and no window ends, after it.
-func (p *Producer) handHeldAtClose() {
-	h := p.hold
-	if h == nil {
-		return
-	}
+// Stop stops the window's timer: the owner hands or drops what is held
+// itself, and gives no more records.
+func (h *Hold) Stop() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.timer != nil {
 		h.timer.Stop()
 	}
-	for _, m := range h.held {
-		p.ap.Input() <- m
-	}
-	h.held = nil
+}
+
+// State reports whether h is holding (its last window was loaded) and how
+// many records it holds.
+func (h *Hold) State() (on bool, held int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.on, len(h.held)
 }

@@ -1,11 +1,13 @@
 package kafka_test
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weirstream/weir/internal/kafka"
@@ -128,4 +130,96 @@ func TestProducerCloseSendsHeldRecords(t *testing.T) {
 		require.NoError(t, p.Close())
 		requireAllInOrder(t, env, topic, n)
 	})
+}
+
+// loadedHold returns a Hold that is holding — given 100 records back to
+// back within a window — and five records it holds.
+func loadedHold(t *testing.T) (*kafka.Hold, []*sarama.ProducerMessage) {
+	t.Helper()
+	refuse := func(*sarama.ProducerMessage) error { return errors.New("not now") }
+	for range 1000 {
+		h := kafka.NewHold(func() {})
+		t.Cleanup(h.Stop)
+		// The first 100 start the first window.
+		for range 200 {
+			h.Add(&sarama.ProducerMessage{}, refuse)
+		}
+		if on, _ := h.State(); !on {
+			continue // the loop was paused for longer than a window
+		}
+		h.Drop() // the record that saw the load
+		var held []*sarama.ProducerMessage
+		for i := range 5 {
+			if m := (&sarama.ProducerMessage{Metadata: i}); h.Add(m, refuse) {
+				held = append(held, m)
+			}
+		}
+		if len(held) == 5 {
+			return h, held
+		}
+		// A pause of more than two windows ended the holding.
+	}
+	t.Fatal("records given back to back never loaded the hold")
+	return nil, nil
+}
+
+// While a hand-over waits for room in sarama's input, records given go on
+// being taken — held behind the ones handed over, so that one caller's
+// records keep their order — rather than waiting for it.
+func TestHoldTakesRecordsDuringAHandOver(t *testing.T) {
+	h, first := loadedHold(t)
+	var sent []*sarama.ProducerMessage
+	blocked, release := make(chan struct{}), make(chan struct{})
+	send := func(m *sarama.ProducerMessage) error {
+		if len(sent) == 0 {
+			close(blocked)
+			<-release
+		}
+		sent = append(sent, m)
+		return nil
+	}
+	handed := make(chan error)
+	// The window ends with 5 records given: the load is over.
+	go func() { handed <- h.Tick(send) }()
+	<-blocked
+
+	later := &sarama.ProducerMessage{Metadata: "later"}
+	added := make(chan bool)
+	go func() { added <- h.Add(later, send) }()
+	select {
+	case held := <-added:
+		require.True(t, held, "a record given during a hand-over was not held behind it")
+	case <-time.After(10 * time.Second):
+		t.Fatal("Add waited for a hand-over")
+	}
+	on, n := h.State()
+	require.False(t, on, "the window ended with 5 records: holding should end")
+	require.Equal(t, 1, n)
+
+	close(release)
+	require.NoError(t, <-handed)
+	require.NoError(t, h.Hand(send))
+	require.Equal(t, append(first, later), sent)
+	// Nothing held, no hand-over: a record goes straight to the caller.
+	require.False(t, h.Add(&sarama.ProducerMessage{}, send))
+}
+
+// A hand-over that fails keeps the records it did not hand over, first.
+func TestHoldKeepsWhatAFailedHandOverLeft(t *testing.T) {
+	h, first := loadedHold(t)
+	var sent []*sarama.ProducerMessage
+	fail := errors.New("closing")
+	err := h.Hand(func(m *sarama.ProducerMessage) error {
+		if len(sent) == 2 {
+			return fail
+		}
+		sent = append(sent, m)
+		return nil
+	})
+	require.ErrorIs(t, err, fail)
+	_, n := h.State()
+	require.Equal(t, 3, n)
+	require.NoError(t, h.Hand(func(m *sarama.ProducerMessage) error { sent = append(sent, m); return nil }))
+	require.Equal(t, first, sent)
+	require.Equal(t, 0, h.Drop())
 }

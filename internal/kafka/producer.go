@@ -40,7 +40,7 @@ type Producer struct {
 	why causes
 	// hold is the adaptive linger (hold.go); nil when the Tuning sets a
 	// Linger, which sarama applies itself.
-	hold *hold
+	hold *Hold
 }
 
 // ProducerRetries and ProducerBackoff are the retries of the
@@ -94,8 +94,7 @@ func NewProducer(cfg Config) (*Producer, error) {
 		closing: make(chan struct{}),
 	}
 	if cfg.Tuning.Linger == 0 {
-		p.hold = &hold{}
-		p.hold.tick = p.tick
+		p.hold = NewHold(p.tick)
 	}
 	p.t.init()
 	p.drained.Add(2)
@@ -123,18 +122,10 @@ func (p *Producer) Send(ctx context.Context, r Record) error {
 	msg := MessageFromRecord(r)
 	seq := p.t.register()
 	msg.Metadata = seq
-	if h := p.hold; h != nil {
-		h.mu.Lock()
-		if h.add(msg) {
-			if len(h.held) >= holdMaxRecords {
-				// What is not handed over before ctx is done stays held:
-				// r is on its way either way.
-				_ = p.hand(ctx)
-			}
-			h.mu.Unlock()
-			return nil
-		}
-		h.mu.Unlock()
+	// What a full hold does not hand over before ctx is done stays held:
+	// r is on its way either way.
+	if p.hold != nil && p.hold.Add(msg, func(m *sarama.ProducerMessage) error { return p.input(ctx, m) }) {
+		return nil
 	}
 	if err := p.input(ctx, msg); err != nil {
 		p.t.complete(seq, nil)
@@ -189,6 +180,59 @@ func (p *Producer) Close() error {
 		return fmt.Errorf("kafka: close producer: %w", err)
 	}
 	return nil
+}
+
+// input hands m to sarama, blocking while its input buffer is full until
+// ctx is done or p is closing.
+func (p *Producer) input(ctx context.Context, m *sarama.ProducerMessage) error {
+	select { // fast path: room in sarama's input buffer
+	case p.ap.Input() <- m:
+		return nil
+	default:
+	}
+	select {
+	case p.ap.Input() <- m:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-p.closing:
+		return ErrClosed
+	}
+}
+
+// tick ends a window of the hold: it hands over what is held.
+func (p *Producer) tick() {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed { // Close handed everything over
+		return
+	}
+	// An error means p is closing: Close hands the rest over.
+	_ = p.hold.Tick(func(m *sarama.ProducerMessage) error { return p.input(context.Background(), m) })
+}
+
+// handHeld hands over what is held (Flush), without waiting for the
+// window to end. The caller holds p.mu (read or write) with p open.
+func (p *Producer) handHeld(ctx context.Context) error {
+	if p.hold == nil {
+		return nil
+	}
+	return p.hold.Hand(func(m *sarama.ProducerMessage) error { return p.input(ctx, m) })
+}
+
+// handHeldAtClose hands over what is held, waiting for room in sarama's
+// input however long it takes (sarama drains it until AsyncClose), and
+// stops the window's timer. The caller holds p.mu with p closed: no record
+// is given, and no window ends, after it.
+func (p *Producer) handHeldAtClose() {
+	if p.hold == nil {
+		return
+	}
+	p.hold.Stop()
+	_ = p.hold.Hand(func(m *sarama.ProducerMessage) error {
+		p.ap.Input() <- m
+		return nil
+	})
 }
 
 func (p *Producer) drainSuccesses() {

@@ -26,8 +26,9 @@ type Tuning struct {
 	// Linger is linger.ms: how long a producer may hold records to send
 	// them in a fuller request. Zero (the default) sends as soon as the
 	// previous request to the broker is answered, which batches by itself
-	// under load and adds no latency — except that the at-least-once
-	// Producer then lingers by itself while it is loaded (hold.go).
+	// under load and adds no latency — except that the producers (the
+	// at-least-once Producer, internal/txn's Session) then linger by
+	// themselves while they are loaded (Hold).
 	Linger time.Duration
 	// BatchSize is, with a Linger, the bytes buffered for one broker that
 	// send a request before the linger expires (sarama's Flush.Bytes: a
