@@ -423,9 +423,6 @@ func (c *config) ensureDefaults() {
 	if c.progressReports == 0 {
 		c.progressReports = DefaultProgressReports
 	}
-	if c.kafkaTuning.Linger == 0 && c.mode == Continuous && c.guarantee == ExactlyOnce {
-		c.kafkaTuning.Linger = DefaultLinger
-	}
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}

@@ -46,11 +46,11 @@ func WithCompressionLevel(level int) Option {
 }
 
 // WithLinger lets the producers hold records up to d to send fuller
-// requests (Kafka's linger.ms). Default (and for 0): DefaultLinger in the
-// continuous mode under exactly-once; otherwise an adaptive linger — the
-// at-least-once producer holds records up to 5 ms only while it is
-// given 20,000 or more a second, and below that a request leaves as soon
-// as the previous one to the broker is answered (docs/kafka.md). A linger
+// requests (Kafka's linger.ms). Default (and for 0): an adaptive linger —
+// a producer holds records up to 5 ms only while it is given 20,000 or
+// more a second, and hands them over at once when it must deliver them (a
+// flush, a commit); below that rate a request leaves as soon as the
+// previous one to the broker is answered (docs/kafka.md). A fixed linger
 // adds up to d to a record's latency where the broker answers fast, and
 // delays every commit by up to d (a commit waits for its outputs; the
 // continuous mode's commits run behind processing). New accepts 1 ms to
@@ -58,16 +58,6 @@ func WithCompressionLevel(level int) Option {
 func WithLinger(d time.Duration) Option {
 	return func(c *config) { c.kafkaTuning.Linger = d }
 }
-
-// DefaultLinger is the linger of the continuous mode under exactly-once
-// when WithLinger is not given: Kafka 4's linger.ms default. There an
-// output waits for its epoch's commit anyway (every 100 ms by default),
-// and on the benchmark (2 cores, Kafka 4.4) the linger's fuller requests
-// raised throughput by 17–26 % for 0–3 ms more latency. Under
-// at-least-once an output is visible as soon as it is written, and a
-// linger would cost its whole length: 5 ms took the p99 on the embedded
-// broker from 3.6 to 7.2 ms (docs/kafka.md).
-const DefaultLinger = 5 * time.Millisecond
 
 // WithBatchSize sets, with WithLinger, the bytes buffered for one broker
 // that send a request before the linger expires (Kafka's batch.size, which

@@ -9,9 +9,8 @@ import (
 	"github.com/weirstream/weir/microbatch"
 )
 
-// The clients' linger: DefaultLinger in the continuous mode under
-// exactly-once, none in the other modes, and WithLinger's value wherever
-// it is given.
+// The clients' linger: none (the producers' adaptive linger) in every
+// mode and guarantee, and WithLinger's value wherever it is given.
 func TestLingerDefaultsByMode(t *testing.T) {
 	linger := func(opts ...Option) time.Duration {
 		t.Helper()
@@ -24,7 +23,7 @@ func TestLingerDefaultsByMode(t *testing.T) {
 	}
 	mb := WithMicroBatch(microbatch.Config{Trigger: microbatch.Continuously()})
 	require.Zero(t, linger())
-	require.Equal(t, DefaultLinger, linger(WithGuarantee(ExactlyOnce)))
+	require.Zero(t, linger(WithGuarantee(ExactlyOnce)))
 	require.Zero(t, linger(mb))
 	require.Zero(t, linger(mb, WithGuarantee(ExactlyOnce)))
 	require.Equal(t, 2*time.Millisecond, linger(WithLinger(2*time.Millisecond)))

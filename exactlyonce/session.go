@@ -199,7 +199,9 @@ func (s *Session) TransactionalID() string { return s.s.TransactionalID() }
 func (s *Session) Begin(ctx context.Context) error { return public(s.s.Begin(ctx)) }
 
 // Send hands r to the open transaction and returns; delivery is
-// asynchronous, and Commit waits for it.
+// asynchronous, and Commit waits for it. While Sends come fast (20,000 or
+// more a second) the session holds records up to 5 ms to send fuller
+// requests, and Commit hands what it holds over at once; Abort drops it.
 //
 // Send fails fast once the transaction has failed (a record was rejected,
 // the producer was fenced), with the classified [*Error] Commit would

@@ -43,3 +43,12 @@ func SASLOf(cfg Config) (mechanism, first string, err error) {
 	}
 	return string(sc.Net.SASL.Mechanism), first, nil
 }
+
+// HoldState reports whether s's adaptive linger is holding records and how
+// many it holds.
+func HoldState(s *Session) (on bool, held int) {
+	if s.hold == nil {
+		return false, 0
+	}
+	return s.hold.State()
+}

@@ -54,6 +54,11 @@ type Session struct {
 	log   *slog.Logger
 	watch *connWatch
 	bg    calls // producer opens, and closes of replaced producers
+	// hold is the adaptive linger (kafka.Hold): records of the open
+	// transaction held while Sends come fast, handed to sarama every 5 ms
+	// and at once by Commit. nil when the configuration sets a linger,
+	// which sarama applies itself (and Commit waits out).
+	hold *kafka.Hold
 
 	op sync.Mutex // serializes Begin, Commit, Abort, Reset and Close
 
@@ -95,6 +100,9 @@ func New(ctx context.Context, cfg Config) (*Session, error) {
 		state:   stBroken,
 		failure: errors.New("exactlyonce: not initialized"),
 	}
+	if cfg.Kafka.Tuning.Linger == 0 {
+		s.hold = kafka.NewHold(s.tick)
+	}
 	s.op.Lock()
 	err := s.reset(ctx)
 	s.op.Unlock()
@@ -134,6 +142,7 @@ func (s *Session) reset(ctx context.Context) error {
 	if s.end != nil {
 		s.end.close()
 	}
+	s.dropHeld() // the open transaction is abandoned
 	s.mu.Lock()
 	old := s.p
 	s.p, s.state = nil, stBroken
@@ -259,21 +268,61 @@ func (s *Session) Send(ctx context.Context, r kafka.Record) error {
 	default:
 	}
 	msg := kafka.MessageFromRecord(r)
+	if s.hold != nil && s.hold.Add(msg, func(m *sarama.ProducerMessage) error { return input(ctx, p, end.ch, m) }) {
+		// What a full hold does not hand over before ctx is done or the
+		// transaction ends stays held: Commit hands it over.
+		return nil
+	}
+	if err := input(ctx, p, end.ch, msg); err != nil {
+		if errors.Is(err, ErrNoTransaction) {
+			return err
+		}
+		return fmt.Errorf("exactlyonce: send to %q: %w", r.Topic, err)
+	}
+	return nil
+}
+
+// input hands m to p's sarama input for the transaction that ends when end
+// closes, blocking while the buffer is full until ctx is done or end
+// closes (a nil end never does). The records handed over are what Commit
+// waits for.
+func input(ctx context.Context, p *producer, end <-chan struct{}, m *sarama.ProducerMessage) error {
 	p.t.add()
-	select { // fast path: room in sarama's input buffer (end was checked above)
-	case p.ap.Input() <- msg:
+	select { // fast path: room in sarama's input buffer
+	case p.ap.Input() <- m:
 		return nil
 	default:
 	}
 	select {
-	case p.ap.Input() <- msg:
+	case p.ap.Input() <- m:
 		return nil
 	case <-ctx.Done():
 		p.t.done(nil)
-		return fmt.Errorf("exactlyonce: send to %q: %w", r.Topic, ctx.Err())
-	case <-end.ch:
+		return ctx.Err()
+	case <-end:
 		p.t.done(nil)
 		return ErrNoTransaction
+	}
+}
+
+// tick ends a window of the hold: it hands what is held to the open
+// transaction. Once the transaction is ending, Commit hands it over.
+func (s *Session) tick() {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	send := func(*sarama.ProducerMessage) error { return ErrNoTransaction }
+	if s.state == stOpen {
+		p, end := s.p, s.end.ch
+		send = func(m *sarama.ProducerMessage) error { return input(context.Background(), p, end, m) }
+	}
+	_ = s.hold.Tick(send)
+}
+
+// dropHeld discards the records the hold keeps for a transaction that
+// aborted or was abandoned.
+func (s *Session) dropHeld() {
+	if s.hold != nil {
+		s.hold.Drop()
 	}
 }
 
@@ -308,8 +357,14 @@ func (s *Session) Commit(ctx context.Context, offsets map[TopicPartition]int64, 
 		return err
 	}
 
-	// 1. Every record sent has its outcome; the first failure fails the
-	// transaction.
+	// 1. The records held go to sarama (no Send runs once the
+	// transaction is ending), then every record sent has its outcome; the
+	// first failure fails the transaction.
+	if s.hold != nil {
+		if err := s.hold.Hand(func(m *sarama.ProducerMessage) error { return input(ctx, p, nil, m) }); err != nil {
+			return s.setFailure(stFailed, newError("commit", ErrAbortable, fmt.Errorf("hand over held records: %w", err)))
+		}
+	}
 	select {
 	case <-p.t.idle():
 	case <-ctx.Done():
@@ -367,6 +422,7 @@ func (s *Session) Abort(ctx context.Context) error {
 	if err != nil || p == nil {
 		return err
 	}
+	s.dropHeld()
 	mark := s.watch.count()
 	for attempt := 0; ; attempt++ {
 		_, cs, err := do(ctx, &p.calls, func() (struct{}, error) { return struct{}{}, p.ap.AbortTxn() }, nil)
@@ -418,6 +474,10 @@ func (s *Session) Close() error {
 	defer s.op.Unlock()
 	if s.end != nil {
 		s.end.close()
+	}
+	if s.hold != nil {
+		s.hold.Stop()
+		s.hold.Drop()
 	}
 	s.mu.Lock()
 	if s.state == stClosed {
