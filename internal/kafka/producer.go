@@ -185,18 +185,25 @@ func (p *Producer) Close() error {
 // input hands m to sarama, blocking while its input buffer is full until
 // ctx is done or p is closing.
 func (p *Producer) input(ctx context.Context, m *sarama.ProducerMessage) error {
-	select { // fast path: room in sarama's input buffer
-	case p.ap.Input() <- m:
+	return Input(ctx, p.ap.Input(), m, p.closing, ErrClosed)
+}
+
+// Input hands m to a sarama producer's input, blocking while its buffer is
+// full. If ctx is done first it returns ctx's error; if stop closes first
+// (a nil stop never does), stopped. m is then not sent.
+func Input(ctx context.Context, in chan<- *sarama.ProducerMessage, m *sarama.ProducerMessage, stop <-chan struct{}, stopped error) error {
+	select { // fast path: room in the buffer; a select over one channel locks only it
+	case in <- m:
 		return nil
 	default:
 	}
 	select {
-	case p.ap.Input() <- m:
+	case in <- m:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-p.closing:
-		return ErrClosed
+	case <-stop:
+		return stopped
 	}
 }
 

@@ -288,21 +288,11 @@ func (s *Session) Send(ctx context.Context, r kafka.Record) error {
 // waits for.
 func input(ctx context.Context, p *producer, end <-chan struct{}, m *sarama.ProducerMessage) error {
 	p.t.add()
-	select { // fast path: room in sarama's input buffer
-	case p.ap.Input() <- m:
-		return nil
-	default:
-	}
-	select {
-	case p.ap.Input() <- m:
-		return nil
-	case <-ctx.Done():
+	if err := kafka.Input(ctx, p.ap.Input(), m, end, ErrNoTransaction); err != nil {
 		p.t.done(nil)
-		return ctx.Err()
-	case <-end:
-		p.t.done(nil)
-		return ErrNoTransaction
+		return err
 	}
+	return nil
 }
 
 // tick ends a window of the hold: it hands what is held to the open
