@@ -99,9 +99,9 @@ func (t *txnOutput) send(ctx context.Context, r kafka.Record) error {
 }
 
 // commit ends the open transaction with the offsets and opens the next. An
-// epoch that sent nothing and moved no offset keeps its transaction open;
-// one that only moved offsets (its records were all filtered out) commits
-// them.
+// epoch that sent nothing and whose offsets the last transaction committed
+// (committed) keeps its transaction open; one that only moved offsets
+// (its records were all filtered out) commits them.
 func (t *txnOutput) commit(ctx context.Context, positions Positions, s kafka.Session) error {
 	if t.fatal != nil {
 		// A transaction that cannot commit: no waiting for its records.
@@ -115,7 +115,7 @@ func (t *txnOutput) commit(ctx context.Context, positions Positions, s kafka.Ses
 		t.held.clear()
 		return err
 	}
-	if s == nil || (t.sent.Load() == 0 && maps.Equal(positions, t.last)) {
+	if s == nil || (t.sent.Load() == 0 && committed(positions, t.last)) {
 		return nil
 	}
 	offs := make(map[txn.TopicPartition]int64, len(positions))
@@ -136,6 +136,21 @@ func (t *txnOutput) commit(ctx context.Context, positions Positions, s kafka.Ses
 		return nil
 	}
 	return t.recover(ctx, err)
+}
+
+// committed reports whether the last transaction committed every offset
+// of positions. A claim that ends commits the positions of the claims
+// still running: after the first, they are committed already, and a
+// transaction of those offsets alone, right after the last one's EndTxn,
+// waits out Kafka's CONCURRENT_TRANSACTIONS until its markers are
+// written.
+func committed(positions, last Positions) bool {
+	for tp, next := range positions {
+		if n, ok := last[tp]; !ok || n != next {
+			return false
+		}
+	}
+	return true
 }
 
 // recover applies docs/design.md §6 to a failed transaction: abortable → abort;
