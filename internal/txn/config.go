@@ -80,7 +80,7 @@ type Config struct {
 
 	// Test knobs, set through export_test.go only.
 	txnRetryMax     int           // sarama's Transaction.Retry.Max; 0: 10
-	txnRetryBackoff time.Duration // sarama's Transaction.Retry.Backoff; 0: 100 ms
+	txnRetryBackoff time.Duration // the cap of txnBackoff; 0: 100 ms
 	noReinit        bool          // never re-create the producer after a connection failure
 }
 
@@ -184,10 +184,26 @@ func (c Config) saramaConfig(dialer *connWatch) (*sarama.Config, error) {
 	// often on retriable errors and on network errors; Session retries
 	// further, bounded by ctx, on retriable errors only.
 	sc.Producer.Transaction.Retry.Max = c.txnRetryMax
-	sc.Producer.Transaction.Retry.Backoff = c.txnRetryBackoff
+	sc.Producer.Transaction.Retry.BackoffFunc = c.txnBackoff
 
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return sc, nil
+}
+
+// firstTxnBackoff is the wait before sarama's first retry of a
+// transactional request (txnBackoff).
+const firstTxnBackoff = 10 * time.Millisecond
+
+// txnBackoff is the wait before sarama's retry number retries (from 0) of
+// a transactional request: firstTxnBackoff doubling to txnRetryBackoff
+// (100 ms). The refusal it usually waits out is CONCURRENT_TRANSACTIONS:
+// a transaction's first AddPartitionsToTxn or AddOffsetsToTxn, sent right
+// after the last transaction's EndTxn returned, reaches the coordinator
+// before the last one's markers are written (a few ms). With sarama's
+// flat 100 ms each such transaction began 100 ms late; the Java producer
+// retries after 20 ms for the same reason (KAFKA-5477), franz-go too.
+func (c Config) txnBackoff(retries, _ int) time.Duration {
+	return min(firstTxnBackoff<<min(max(retries, 0), 5), c.txnRetryBackoff)
 }

@@ -72,3 +72,28 @@ func TestConfigSCRAM(t *testing.T) {
 		})
 	}
 }
+
+// TestTxnBackoffStartsShort: sarama retries a transactional request after
+// 10 ms, doubling to 100 ms, not after a flat 100 ms. A transaction begun
+// right after the last one's EndTxn (the next epoch's held records, a
+// transaction of offsets alone) is refused with CONCURRENT_TRANSACTIONS
+// until the last one's markers are written, a few ms later; each waited
+// 100 ms.
+func TestTxnBackoffStartsShort(t *testing.T) {
+	cfg := txn.Config{Kafka: kafka.Config{Brokers: []string{"127.0.0.1:1"}}, TransactionalID: "app-1"}
+	backoff, err := txn.TxnBackoffOf(cfg)
+	require.NoError(t, err)
+	require.NotNil(t, backoff, "sarama's flat Transaction.Retry.Backoff")
+	var got []time.Duration
+	for r := range 10 {
+		got = append(got, backoff(r, 10))
+	}
+	ms := time.Millisecond
+	require.Equal(t, []time.Duration{10 * ms, 20 * ms, 40 * ms, 80 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms}, got)
+
+	// A test's shorter backoff (SetTxnRetry) caps every retry.
+	txn.SetTxnRetry(&cfg, 3, 5*ms)
+	backoff, err = txn.TxnBackoffOf(cfg)
+	require.NoError(t, err)
+	require.Equal(t, 5*ms, backoff(0, 3))
+}

@@ -7,9 +7,20 @@ import (
 
 // Test hooks.
 
-// SetTxnRetry sets sarama's Transaction.Retry.Max and .Backoff.
+// SetTxnRetry sets sarama's Transaction.Retry.Max and the cap of its
+// backoff (txnBackoff).
 func SetTxnRetry(cfg *Config, max int, backoff time.Duration) {
 	cfg.txnRetryMax, cfg.txnRetryBackoff = max, backoff
+}
+
+// TxnBackoffOf returns the backoff function of the sarama configuration
+// cfg builds for its transactional requests.
+func TxnBackoffOf(cfg Config) (func(retries, maxRetries int) time.Duration, error) {
+	sc, err := cfg.withDefaults().saramaConfig(newConnWatch())
+	if err != nil {
+		return nil, err
+	}
+	return sc.Producer.Transaction.Retry.BackoffFunc, nil
 }
 
 // DisableReinit stops the session from re-initializing its producer after
