@@ -22,8 +22,11 @@ type params struct {
 	statelessN, wordLines int
 	latRate               int
 	latDur, runTimeout    time.Duration
-	latWarm               time.Duration // unmeasured load before latDur
 }
+
+// latWarm is how long each latency row offers its load, unmeasured,
+// before its window (latency).
+const latWarm = 2 * time.Second
 
 type harness struct {
 	addrs  []string
@@ -580,7 +583,7 @@ func (h *harness) latency(ctx context.Context, sys string) (lr latResult) {
 	// at load (on Kafka 4.4, a second of trickle left 1,000–2,000 records
 	// of the next second above 50 ms, for the copies as for weir), and
 	// p99 measured the start, not the system.
-	h.offer(ctx, h.p.latWarm, send)
+	h.offer(ctx, latWarm, send)
 	start := time.Now()
 	cnt.measureFrom.Store(start.UnixNano())
 	lr.sent = h.offer(ctx, h.p.latDur, send)

@@ -89,9 +89,9 @@ func main() {
 	if err := prof.setEnv(); err != nil {
 		fatal(err)
 	}
-	p := params{statelessN: 2_000_000, wordLines: 500_000, latRate: 5000, latWarm: 2 * time.Second, latDur: 10 * time.Second, runTimeout: 15 * time.Minute}
+	p := params{statelessN: 2_000_000, wordLines: 500_000, latRate: 5000, latDur: 10 * time.Second, runTimeout: 15 * time.Minute}
 	if *quick {
-		p = params{statelessN: 200_000, wordLines: 50_000, latRate: 5000, latWarm: 2 * time.Second, latDur: 5 * time.Second, runTimeout: 60 * time.Second}
+		p = params{statelessN: 200_000, wordLines: 50_000, latRate: 5000, latDur: 5 * time.Second, runTimeout: 60 * time.Second}
 	}
 	if *latFor < 0 {
 		fatal(fmt.Errorf("bench: -latency-for %v: must not be negative", *latFor))

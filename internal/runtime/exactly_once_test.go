@@ -33,7 +33,7 @@ func TestExactlyOnceSkipsOffsetsAlreadyCommitted(t *testing.T) {
 		defer func() { require.NoError(t, rt.Close()) }()
 		commits := 0
 		runtime.SetBeforeTxnCommit(rt, func() { commits++ })
-		s := simpleGroup{group}
+		s := simpleGroup{group: group}
 		a := offsets.TopicPartition{Topic: in, Partition: 0}
 		b := offsets.TopicPartition{Topic: other, Partition: 0}
 
@@ -58,15 +58,14 @@ func TestExactlyOnceSkipsOffsetsAlreadyCommitted(t *testing.T) {
 	})
 }
 
-// simpleGroup is a kafka.Session outside any group generation: its
-// transactional offsets are committed as a standalone consumer's
-// (generation -1, no member id), which Kafka accepts without a member.
-type simpleGroup struct{ group string }
+// simpleGroup is noOffsets with a group: its transactional offsets are
+// committed as a standalone consumer's (generation -1, no member id),
+// which Kafka accepts without a member.
+type simpleGroup struct {
+	noOffsets
+	group string
+}
 
-func (simpleGroup) MarkOffset(string, int32, int64) {}
-func (simpleGroup) Commit(context.Context) error    { return nil }
-func (simpleGroup) GenerationID() int32             { return -1 }
-func (simpleGroup) MemberID() string                { return "" }
 func (s simpleGroup) GroupMetadata() kafka.GroupMetadata {
 	return kafka.GroupMetadata{GroupID: s.group, GenerationID: -1}
 }
