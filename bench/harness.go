@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand"
@@ -22,6 +23,7 @@ type params struct {
 	statelessN, wordLines int
 	latRate               int
 	latDur, runTimeout    time.Duration
+	runs                  int // times each throughput row runs (rounds)
 }
 
 // latWarm is how long each latency row offers its load, unmeasured,
@@ -480,6 +482,49 @@ func (h *harness) throughput(ctx context.Context, sys, wl string) row {
 		r.err = fmt.Sprintf("timeout after %s with %d/%d outputs: %s", h.p.runTimeout, r.got, r.want, c.tail())
 	}
 	return r
+}
+
+// rounds runs the throughput row of every system in order for workload
+// wl, h.p.runs times: in rounds, every other one in reverse order, so
+// that no system always runs right after the same one. It returns a row
+// per system: its median run by input rate (the lower middle one of an
+// even count), or its first failed run if one failed.
+func (h *harness) rounds(ctx context.Context, wl string, order []string) []row {
+	runs := map[string][]row{}
+	for round := range max(h.p.runs, 1) {
+		seq := slices.Clone(order)
+		if round%2 == 1 {
+			slices.Reverse(seq)
+		}
+		for _, sys := range seq {
+			if ctx.Err() != nil {
+				break
+			}
+			if prev := runs[sys]; len(prev) > 0 && prev[0].skip != "" {
+				continue
+			}
+			r := h.throughput(ctx, sys, wl)
+			fmt.Fprintf(os.Stderr, "bench: %s/%s (run %d): %s\n", wl, sys, round+1, r.summary())
+			runs[sys] = append(runs[sys], r)
+		}
+	}
+	var out []row
+	for _, sys := range order {
+		if rs := runs[sys]; len(rs) > 0 {
+			out = append(out, median(rs))
+		}
+	}
+	return out
+}
+
+// median returns the run of rs with the median input rate (the lower
+// middle one of an even count), or the first that failed or was skipped.
+func median(rs []row) row {
+	if i := slices.IndexFunc(rs, func(r row) bool { return r.err != "" || r.skip != "" }); i >= 0 {
+		return rs[i]
+	}
+	sorted := slices.SortedFunc(slices.Values(rs), func(a, b row) int { return cmp.Compare(a.rate(), b.rate()) })
+	return sorted[(len(sorted)-1)/2]
 }
 
 type latResult struct {

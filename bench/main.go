@@ -66,6 +66,7 @@ func main() {
 		phases: flag.String("phases", "", "directory for every weir child's epoch-end phase times (weir_epoch_phase_seconds)"),
 	}
 	latFor := flag.Duration("latency-for", 0, "how long each latency row offers its load (default 10s, -quick 5s): longer windows rank tails on a noisy machine")
+	runs := flag.Int("runs", 1, "how many times each throughput row runs, in rounds that alternate the system order; the table gives each row's median run (a sub-second -quick row varies by 25 % from run to run)")
 	alt := flag.String("alt", "", `another build of this bench (e.g. against the library before a change): the rows named "alt.<weir row>" in -systems run their child from it`)
 	flag.Parse()
 	altBinary = *alt
@@ -93,6 +94,10 @@ func main() {
 	if *quick {
 		p = params{statelessN: 200_000, wordLines: 50_000, latRate: 5000, latDur: 5 * time.Second, runTimeout: 60 * time.Second}
 	}
+	if *runs < 1 {
+		fatal(fmt.Errorf("bench: -runs %d: must be at least 1", *runs))
+	}
+	p.runs = *runs
 	if *latFor < 0 {
 		fatal(fmt.Errorf("bench: -latency-for %v: must not be negative", *latFor))
 	}
@@ -148,17 +153,14 @@ func main() {
 		if !slices.Contains(strings.Split(*workloads, ","), wl) {
 			continue
 		}
+		var order []string
 		for _, sys := range sysList {
 			if sys == "" || ((sys == sysGoka || cached(sys)) && wl != wlWordCount) {
 				continue
 			}
-			if ctx.Err() != nil {
-				break
-			}
-			r := h.throughput(ctx, sys, wl)
-			fmt.Fprintf(os.Stderr, "bench: %s/%s: %s\n", wl, sys, r.summary())
-			rows = append(rows, r)
+			order = append(order, sys)
 		}
+		rows = append(rows, h.rounds(ctx, wl, order)...)
 	}
 	var curves []curve
 	for _, sys := range latList {

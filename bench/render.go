@@ -21,6 +21,9 @@ func renderTable(rows []row, broker string, p params, quick bool) string {
 	if quick {
 		mode = "quick"
 	}
+	if p.runs > 1 {
+		mode += fmt.Sprintf(", each throughput row the median of %d runs", p.runs)
+	}
 	fmt.Fprintf(&b, "Broker: %s. Machine: %d CPUs (GOMAXPROCS %d), %s/%s, %s. Mode: %s — stateless %d records, word count %d lines × 10 words; latency at %d rec/s offered for %s.\n\n",
 		broker, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02 15:04 MST"),
 		mode, p.statelessN, p.wordLines, p.latRate, p.latDur)
