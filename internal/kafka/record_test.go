@@ -42,3 +42,21 @@ func TestCheckSize(t *testing.T) {
 	require.ErrorIs(t, err, kafka.ErrRecordTooLarge)
 	require.True(t, strings.Contains(err.Error(), `to "t"`), err.Error())
 }
+
+// MessageFromRecord is on every output's path: one allocation, with the
+// key and value encoders inside it, and the same bytes as sarama's own
+// ByteEncoder would give.
+func TestMessageFromRecordAllocatesOnce(t *testing.T) {
+	r := kafka.Record{Topic: "t", Partition: -1, Key: []byte("k"), Value: []byte("value")}
+	m := kafka.MessageFromRecord(r)
+	key, err := m.Key.Encode()
+	require.NoError(t, err)
+	value, err := m.Value.Encode()
+	require.NoError(t, err)
+	require.Equal(t, []byte("k"), key)
+	require.Equal(t, []byte("value"), value)
+	require.Equal(t, len("value"), m.Value.Length())
+	require.Nil(t, kafka.MessageFromRecord(kafka.Record{Topic: "t"}).Value, "a nil value stays a nil Encoder (a tombstone)")
+	allocs := testing.AllocsPerRun(100, func() { _ = kafka.MessageFromRecord(r) })
+	require.LessOrEqual(t, allocs, 1.0, "allocations per message")
+}
