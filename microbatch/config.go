@@ -21,8 +21,9 @@ type Config struct {
 	// estimated from the average record size of earlier batches (0: no
 	// cap). The first batch of a partition is capped by records only.
 	MaxBytesPerBatch int64
-	// PollInterval is how long an idle engine waits before planning again
-	// (default 100 ms).
+	// PollInterval is the longest an idle engine waits before planning
+	// again (default 100 ms). It plans at once when one of its partitions
+	// receives a record.
 	PollInterval time.Duration
 	// ForEachBatch, if set, receives the records the topology's sinks write
 	// in each batch, instead of Kafka. Repartition and changelog records

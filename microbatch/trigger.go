@@ -22,7 +22,9 @@ const (
 )
 
 // Continuously runs the next batch as soon as the previous one ends (the
-// default trigger). When no input is waiting it polls every PollInterval.
+// default trigger). When no input is waiting it waits for the next record
+// to reach one of its partitions, planning again at least every
+// PollInterval.
 func Continuously() Trigger { return Trigger{kind: asFastAsPossible} }
 
 // ProcessingTime starts a batch every interval; a batch that takes longer

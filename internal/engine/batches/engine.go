@@ -30,6 +30,9 @@ type Engine struct {
 	sources map[offsets.TopicPartition]*source
 	stopped bool
 	changed chan struct{} // a source came or its claim ended
+	// arrived is signalled when a claim's consumer fetches a record: the
+	// input grew, and an idle batch loop plans again (idle).
+	arrived chan struct{}
 
 	outMu sync.Mutex
 	out   []microbatch.Record // ForEachBatch records of the running batch
@@ -66,6 +69,7 @@ func New(rt *runtime.Runtime, wal *offsets.WAL, cfg microbatch.Config) (*Engine,
 		wal: wal, cfg: cfg,
 		sources: map[offsets.TopicPartition]*source{},
 		changed: make(chan struct{}, 1),
+		arrived: make(chan struct{}, 1),
 		targets: map[offsets.TopicPartition]int64{},
 	}, nil
 }
@@ -83,7 +87,7 @@ func (e *Engine) Run(ctx context.Context) error {
 // Claim registers a claimed partition with the batch loop and holds it
 // until the loop has committed its last batch (runtime.Mode).
 func (e *Engine) Claim(ctx context.Context, c kafka.Claim, task *runtime.Task) error {
-	s := newSource(c, task)
+	s := newSource(c, task, e.arrived)
 	if !e.register(s) {
 		return nil
 	}
@@ -167,6 +171,21 @@ func (e *Engine) wait(ctx context.Context, d time.Duration) {
 	}
 }
 
+// idle waits, after a plan that found no input, until a claimed
+// partition receives a record, a source comes or goes, ctx is done, or
+// PollInterval passes. Sleeping the whole interval made every record that
+// came meanwhile wait it out (100 ms by default).
+func (e *Engine) idle(ctx context.Context) {
+	t := time.NewTimer(e.cfg.PollInterval)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-e.changed:
+	case <-e.arrived:
+	case <-t.C:
+	}
+}
+
 // settle waits until no source has come for a moment, so that the first
 // batch sees the whole first assignment.
 func (e *Engine) settle(ctx context.Context) {
@@ -240,7 +259,7 @@ func (e *Engine) session(ctx context.Context) (bool, error) {
 			if bounded(e.cfg.Trigger) && len(srcs) > 0 {
 				return true, nil // nothing left of what was available
 			}
-			e.wait(ctx, e.cfg.PollInterval)
+			e.idle(ctx)
 			continue
 		}
 		if err := e.runBatch(ctx, plan, srcs, false); err != nil {

@@ -18,6 +18,9 @@ type source struct {
 	tp   offsets.TopicPartition
 	c    kafka.Claim
 	task *runtime.Task
+	// arrived is the engine's: signalled for every record the claim's
+	// consumer delivers (Engine.idle).
+	arrived chan<- struct{}
 
 	// next is the next offset to process; only the batch loop touches it
 	// (and, while a batch reads its ranges, the goroutine of its task).
@@ -30,10 +33,10 @@ type source struct {
 	released chan struct{}
 }
 
-func newSource(c kafka.Claim, task *runtime.Task) *source {
+func newSource(c kafka.Claim, task *runtime.Task, arrived chan<- struct{}) *source {
 	return &source{
 		tp: offsets.TopicPartition{Topic: c.Topic(), Partition: c.Partition()},
-		c:  c, task: task, next: c.InitialOffset(),
+		c:  c, task: task, arrived: arrived, next: c.InitialOffset(),
 		released: make(chan struct{}),
 	}
 }
@@ -41,7 +44,8 @@ func newSource(c kafka.Claim, task *runtime.Task) *source {
 // hold keeps the claim until it ends, ctx is done or the source is
 // released. The records the claim's consumer fetches are not used (the
 // batches read their ranges themselves), only drained, so that the claim's
-// end is seen. It runs on the claim goroutine.
+// end is seen, and each one wakes an idle batch loop (arrived). It runs on
+// the claim goroutine.
 func (s *source) hold(ctx context.Context) {
 	defer s.markClosed()
 	for {
@@ -53,6 +57,10 @@ func (s *source) hold(ctx context.Context) {
 		case _, open := <-s.c.Records():
 			if !open {
 				return
+			}
+			select {
+			case s.arrived <- struct{}{}:
+			default: // a wake-up is already pending
 			}
 		}
 	}
