@@ -65,6 +65,7 @@ func main() {
 		trace:  flag.String("trace", "", "directory for an execution trace of every Go child, 5 s from 20 s after its start"),
 		phases: flag.String("phases", "", "directory for every weir child's epoch-end phase times (weir_epoch_phase_seconds)"),
 	}
+	latRate := flag.Int("latency-rate", 5000, "records a second each latency row offers")
 	latFor := flag.Duration("latency-for", 0, "how long each latency row offers its load (default 10s, -quick 5s): longer windows rank tails on a noisy machine")
 	runs := flag.Int("runs", 1, "how many times each throughput row runs, in rounds that alternate the system order; the table gives each row's median run (a sub-second -quick row varies by 25 % from run to run)")
 	alt := flag.String("alt", "", `another build of this bench (e.g. against the library before a change): the rows named "alt.<weir row>" in -systems run their child from it`)
@@ -98,6 +99,10 @@ func main() {
 		fatal(fmt.Errorf("bench: -runs %d: must be at least 1", *runs))
 	}
 	p.runs = *runs
+	if *latRate < 1 {
+		fatal(fmt.Errorf("bench: -latency-rate %d: must be at least 1", *latRate))
+	}
+	p.latRate = *latRate
 	if *latFor < 0 {
 		fatal(fmt.Errorf("bench: -latency-for %v: must not be negative", *latFor))
 	}
