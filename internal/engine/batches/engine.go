@@ -160,21 +160,11 @@ func (e *Engine) snapshot() map[offsets.TopicPartition]*source {
 	return out
 }
 
-// wait sleeps for d, or until a source changes or ctx is done.
-func (e *Engine) wait(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-e.changed:
-	case <-t.C:
-	}
-}
-
-// idle waits, after a plan that found no input, until a claimed
-// partition receives a record, a source comes or goes, ctx is done, or
-// PollInterval passes. Sleeping the whole interval made every record that
-// came meanwhile wait it out (100 ms by default).
+// idle waits, while the engine has no source or after a plan that found
+// no input, until a claimed partition receives a record, a source comes
+// or goes, ctx is done, or PollInterval passes. Sleeping the whole
+// interval made every record that came meanwhile wait it out (100 ms by
+// default).
 func (e *Engine) idle(ctx context.Context) {
 	t := time.NewTimer(e.cfg.PollInterval)
 	defer t.Stop()
@@ -227,7 +217,7 @@ func (e *Engine) session(ctx context.Context) (bool, error) {
 		if ctx.Err() != nil {
 			return false, nil
 		}
-		e.wait(ctx, e.cfg.PollInterval)
+		e.idle(ctx)
 	}
 	e.settle(ctx)
 	if ctx.Err() != nil {
