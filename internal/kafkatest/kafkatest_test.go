@@ -75,3 +75,28 @@ func TestReadCommittedSkipsAbortedAndMarkers(t *testing.T) {
 		require.Equal(t, []string{"0:plain", "0:c1", "0:c3", "0:c4", "1:c2"}, got)
 	})
 }
+
+// TestReadCommittedSeesACommitThatReturned reads right after each
+// EndTxn returns. Kafka writes a transaction's markers after EndTxn
+// returns, so the last stable offset may still be below the commit's
+// records for a moment; a test reading an application's output as soon
+// as it stopped read a word count one update short.
+func TestReadCommittedSeesACommitThatReturned(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		topic := kafkatest.Topic(t)
+		kafkatest.CreateTopic(t, env, topic, 3)
+		cl, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...), kgo.TransactionalID(kafkatest.Topic(t)),
+			kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		require.NoError(t, err)
+		defer cl.Close()
+		for i := range 100 {
+			require.NoError(t, cl.BeginTransaction())
+			for p := range int32(3) {
+				r := &kgo.Record{Partition: p, Value: fmt.Appendf(nil, "%d", i)}
+				require.NoError(t, cl.ProduceSync(t.Context(), r).FirstErr())
+			}
+			require.NoError(t, cl.EndTransaction(t.Context(), kgo.TryCommit))
+			require.Len(t, kafkatest.ReadCommitted(t, env, topic), 3*(i+1), "read after commit %d", i)
+		}
+	})
+}
