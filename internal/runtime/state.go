@@ -257,6 +257,31 @@ func (r *Runtime) EndOffsets(ctx context.Context, topic string, partitions []int
 	return r.admin.EndOffsets(ctx, topic, partitions)
 }
 
+// Unstable reports whether any of the partitions holds records past its
+// last stable offset — a transaction still open, or one ended whose
+// markers are not written yet (Kafka writes them after EndTxn returns) —
+// that EndOffsets does not reach yet but will. Never under at-least-once,
+// where EndOffsets is the high watermark.
+func (r *Runtime) Unstable(ctx context.Context, topic string, partitions []int32) (bool, error) {
+	if !r.readCommitted.Load() {
+		return false, nil
+	}
+	stable, err := r.admin.StableOffsets(ctx, topic, partitions)
+	if err != nil {
+		return false, err
+	}
+	high, err := r.admin.EndOffsets(ctx, topic, partitions)
+	if err != nil {
+		return false, err
+	}
+	for p, end := range high {
+		if stable[p] < end {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // flushChangelogs sends every task's pending changelog records (one per
 // key changed since the last commit) into the epoch or batch being
 // committed.

@@ -247,7 +247,12 @@ func (e *Engine) session(ctx context.Context) (bool, error) {
 		}
 		if len(plan.Ranges) == 0 {
 			if bounded(e.cfg.Trigger) && len(srcs) > 0 {
-				return true, nil // nothing left of what was available
+				switch pending, err := e.pendingInternal(ctx, srcs); {
+				case err != nil && ctx.Err() == nil:
+					return false, err
+				case err == nil && !pending:
+					return true, nil // nothing left of what was available
+				}
 			}
 			e.idle(ctx)
 			continue
