@@ -38,6 +38,11 @@ type committer struct {
 	active map[topicPartition]int
 
 	commitMu sync.Mutex
+	// stuckAt is the session generation a commit last gave up on after
+	// generationWait (0: none). A later commit through a session still
+	// there gives up at once: a stopping member whose claims each commit
+	// would otherwise wait generationWait per claim. Guarded by commitMu.
+	stuckAt int32
 }
 
 type mark struct {
@@ -130,8 +135,15 @@ func (c *committer) commit(ctx context.Context, sess sarama.ConsumerGroupSession
 		if !retry {
 			return err
 		}
-		if errors.Is(err, sarama.ErrIllegalGeneration) && time.Since(start) > generationWait {
-			return fmt.Errorf("kafka: commit: the session did not reach the coordinator's generation within %v: %w", generationWait, err)
+		if errors.Is(err, sarama.ErrIllegalGeneration) {
+			gen := sess.GenerationID()
+			if gen != 0 && gen == c.stuckAt {
+				return fmt.Errorf("kafka: commit: the session is still at generation %d, which an earlier commit waited out: %w", gen, err)
+			}
+			if time.Since(start) > generationWait {
+				c.stuckAt = gen
+				return fmt.Errorf("kafka: commit: the session did not reach the coordinator's generation within %v: %w", generationWait, err)
+			}
 		}
 		if time.Since(start) > retryBudget {
 			return fmt.Errorf("kafka: commit: giving up after %d attempts in %v: %w", attempt+1, retryBudget, err)

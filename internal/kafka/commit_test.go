@@ -129,6 +129,17 @@ func TestCommitRetriesAGenerationTheSessionHasNotReachedYet(t *testing.T) {
 	if took := time.Since(start); took < generationWait || took > generationWait+2*time.Second {
 		t.Fatalf("commit through a stuck session gave up after %v, want about %v", took, generationWait)
 	}
+	// Another commit through the session still stuck there (the next
+	// claim of a stopping member) gives up at once: it used to wait
+	// generationWait again, per claim.
+	c.mark(tp, 44)
+	start = time.Now()
+	if err := c.commit(ctx, stuck); !errors.Is(err, sarama.ErrIllegalGeneration) {
+		t.Fatalf("second commit through the stuck session: %v, want ILLEGAL_GENERATION", err)
+	}
+	if took := time.Since(start); took >= generationWait/2 {
+		t.Fatalf("second commit through the stuck session gave up after %v, want at once", took)
+	}
 
 	fetch := kmsg.NewPtrOffsetFetchRequest()
 	fetch.Group = group
