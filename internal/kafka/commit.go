@@ -38,11 +38,6 @@ type committer struct {
 	active map[topicPartition]int
 
 	commitMu sync.Mutex
-	// stuckAt is the session generation a commit last gave up on after
-	// generationWait (0: none). A later commit through a session still
-	// there gives up at once: a stopping member whose claims each commit
-	// would otherwise wait generationWait per claim. Guarded by commitMu.
-	stuckAt int32
 }
 
 type mark struct {
@@ -136,12 +131,13 @@ func (c *committer) commit(ctx context.Context, sess sarama.ConsumerGroupSession
 			return err
 		}
 		if errors.Is(err, sarama.ErrIllegalGeneration) {
-			gen := sess.GenerationID()
-			if gen != 0 && gen == c.stuckAt {
-				return fmt.Errorf("kafka: commit: the session is still at generation %d, which an earlier commit waited out: %w", gen, err)
+			if sess.Context().Err() != nil {
+				// The session is over (the member stops, or left the
+				// group): its generation never moves, and each claim's
+				// last commit waited generationWait, one after another.
+				return fmt.Errorf("kafka: commit: the session ended a generation behind the coordinator: %w", err)
 			}
 			if time.Since(start) > generationWait {
-				c.stuckAt = gen
 				return fmt.Errorf("kafka: commit: the session did not reach the coordinator's generation within %v: %w", generationWait, err)
 			}
 		}
