@@ -33,13 +33,18 @@ func ProcessingTime(interval time.Duration) Trigger {
 	return Trigger{kind: processingTime, interval: interval}
 }
 
-// Once runs a single batch of what is available, then stops.
+// Once runs a single batch of what is available, then stops. A stage
+// behind a repartition topic processes what that batch wrote to it in the
+// next run's batch; AvailableNow drains every stage.
 func Once() Trigger { return Trigger{kind: once} }
 
 // AvailableNow processes everything available when the run starts — in as
 // many batches as the batch limits need — and then stops: a bounded batch
 // job over the same topology. Records that arrive after the start wait for
-// the next run. Stages behind repartition topics are drained too.
+// the next run. Stages behind repartition topics are drained too: under
+// exactly-once the run ends only once no repartition partition it reads
+// holds records past its last stable offset (its own last batch's, until
+// Kafka has written that transaction's markers).
 func AvailableNow() Trigger { return Trigger{kind: availableNow} }
 
 // String names the trigger as progress reports show it.
