@@ -41,10 +41,12 @@ func Once() Trigger { return Trigger{kind: once} }
 // AvailableNow processes everything available when the run starts — in as
 // many batches as the batch limits need — and then stops: a bounded batch
 // job over the same topology. Records that arrive after the start wait for
-// the next run. Stages behind repartition topics are drained too: under
-// exactly-once the run ends only once no repartition partition it reads
-// holds records past its last stable offset (its own last batch's, until
-// Kafka has written that transaction's markers).
+// the next run. Stages behind repartition topics are drained too. With
+// several instances, each ends when the whole group is done: every
+// partition of the sources committed up to its end when the run started,
+// every repartition partition up to its end, with no transaction open on
+// it (under exactly-once, a last batch's records are readable only once
+// Kafka has written its markers).
 func AvailableNow() Trigger { return Trigger{kind: availableNow} }
 
 // String names the trigger as progress reports show it.

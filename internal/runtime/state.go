@@ -257,6 +257,18 @@ func (r *Runtime) EndOffsets(ctx context.Context, topic string, partitions []int
 	return r.admin.EndOffsets(ctx, topic, partitions)
 }
 
+// GroupCommitted returns the application group's committed offset of each
+// partition (-1 where it has none), read stable: a commit inside a
+// transaction still open is waited for.
+func (r *Runtime) GroupCommitted(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error) {
+	return r.admin.CommittedOffsets(ctx, r.cfg.ApplicationID, topic, partitions)
+}
+
+// StartOffsets returns the log start offset of each partition.
+func (r *Runtime) StartOffsets(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error) {
+	return r.admin.StartOffsets(ctx, topic, partitions)
+}
+
 // Unstable reports whether any of the partitions holds records past its
 // last stable offset — a transaction still open, or one ended whose
 // markers are not written yet (Kafka writes them after EndTxn returns) —

@@ -50,27 +50,6 @@ func (e *Engine) plan(ctx context.Context, srcs map[offsets.TopicPartition]*sour
 	return plan, nil
 }
 
-// pendingInternal reports whether a source topic of the application's own
-// (a repartition topic) holds records past its stable end: the last
-// batch's, whose transaction markers Kafka writes after the commit
-// returned, or another member's batch still running. A bounded trigger
-// waits for them, as it does for the rest of its own work, and does not
-// end with a plan the stable end left empty.
-func (e *Engine) pendingInternal(ctx context.Context, srcs map[offsets.TopicPartition]*source) (bool, error) {
-	byTopic := map[string][]int32{}
-	for tp := range srcs {
-		if processor.IsInternalTopic(e.rt.ApplicationID(), tp.Topic) {
-			byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
-		}
-	}
-	for topic, parts := range byTopic {
-		if pending, err := e.rt.Unstable(ctx, topic, parts); err != nil || pending {
-			return pending, err
-		}
-	}
-	return false, nil
-}
-
 // runBatch runs batch plan.Batch: WAL, process, flush, commit, WAL.
 func (e *Engine) runBatch(ctx context.Context, plan offsets.Plan, srcs map[offsets.TopicPartition]*source, replay bool) error {
 	start := e.rt.Now()

@@ -41,7 +41,10 @@ type Engine struct {
 	next      int64
 	lastStart time.Time
 	targets   map[offsets.TopicPartition]int64 // AvailableNow: ends at first sight
-	avgSize   float64
+	// groupTargets are the ends of every partition of the external source
+	// topics when an AvailableNow run started (bounded.go).
+	groupTargets map[string]map[int32]int64
+	avgSize      float64
 	// sizes are the store row counts of the last progress that counted
 	// them, at sizesAt (storeSizesEvery).
 	sizes   []microbatch.StoreProgress
@@ -223,6 +226,9 @@ func (e *Engine) session(ctx context.Context) (bool, error) {
 	if ctx.Err() != nil {
 		return false, nil
 	}
+	if err := e.readGroupTargets(ctx); err != nil {
+		return false, err
+	}
 	replayed, err := e.recover(ctx, e.snapshot())
 	if err != nil {
 		return false, err
@@ -247,10 +253,10 @@ func (e *Engine) session(ctx context.Context) (bool, error) {
 		}
 		if len(plan.Ranges) == 0 {
 			if bounded(e.cfg.Trigger) && len(srcs) > 0 {
-				switch pending, err := e.pendingInternal(ctx, srcs); {
+				switch done, err := e.finished(ctx, srcs); {
 				case err != nil && ctx.Err() == nil:
 					return false, err
-				case err == nil && !pending:
+				case err == nil && done:
 					return true, nil // nothing left of what was available
 				}
 			}
