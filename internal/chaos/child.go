@@ -40,6 +40,10 @@ type ChildConfig struct {
 	// MaxRecordsPerBatch bounds a micro-batch (microbatch.Config); the
 	// scenario draws it from its seed.
 	MaxRecordsPerBatch int64 `json:"maxRecordsPerBatch,omitempty"`
+	// AvailableNow makes a micro-batch instance run the AvailableNow
+	// trigger: it exits by itself once the group has processed what was
+	// there when it started (the bounded phase, bounded.go).
+	AvailableNow bool `json:"availableNow,omitempty"`
 	// HTTP, if set, is the address the instance serves its queries on
 	// (WithHTTP); it then keeps standby replicas too (query scenarios).
 	HTTP string `json:"http,omitempty"`
@@ -88,7 +92,11 @@ func RunChild() error {
 		opts = append(opts, weir.WithInstanceID(cfg.InstanceID))
 	}
 	if cfg.Mode == weir.MicroBatch.String() {
-		opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: cmp.Or(cfg.MaxRecordsPerBatch, 2000)}))
+		mb := microbatch.Config{MaxRecordsPerBatch: cmp.Or(cfg.MaxRecordsPerBatch, 2000)}
+		if cfg.AvailableNow {
+			mb.Trigger = microbatch.AvailableNow()
+		}
+		opts = append(opts, weir.WithMicroBatch(mb))
 	}
 	app, err := weir.New(topo, opts...)
 	if err != nil {

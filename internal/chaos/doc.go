@@ -12,6 +12,11 @@
 // running sum, count, min and max in a Badger store, emitting the running
 // aggregate.
 //
+// A micro-batch scenario ends with a bounded phase: the last tenth of the
+// input arrives with every instance stopped, and three AvailableNow
+// instances, one killed and restarted on the way, must process it and exit
+// by themselves (bounded.go).
+//
 // The verifier checks: every good input copied once (no duplicate id, no
 // loss); each account's k-th aggregate equals the fold of its first k
 // good inputs (under exactly-once by position); every bad input once in

@@ -119,6 +119,9 @@ type scenario struct {
 	// batch is the micro-batch size of the instances, drawn from the
 	// seed (0 in continuous mode).
 	batch int64
+	// availableNow: the members started now run the AvailableNow trigger
+	// (bounded.go).
+	availableNow bool
 	// producing is held by the input producer for each chunk it writes
 	// and by a cluster fault for its whole length, so that no input write
 	// is in flight while a broker is killed, stalled or restarted: the
@@ -226,7 +229,12 @@ func (s *scenario) run(ctx context.Context) error {
 		s.q.wg.Go(func() { s.q.run(qctx) })
 	}
 	produced := make(chan error, 1)
-	go func() { produced <- s.produce(ctx, inputs, span) }()
+	bounded := s.cfg.Mode == "micro-batch" && s.q == nil
+	streamed := inputs
+	if bounded { // the last tenth waits for the bounded phase
+		streamed = inputs[:len(inputs)-len(inputs)/10]
+	}
+	go func() { produced <- s.produce(ctx, streamed, 0, span) }()
 	for _, ev := range events {
 		// Gap on average, between half and one and a half of it; 2–5 s
 		// in a query scenario.
@@ -248,20 +256,34 @@ func (s *scenario) run(ctx context.Context) error {
 	if err := <-produced; err != nil {
 		return err
 	}
-	s.logf("produced %d records; every member rejoins", len(inputs))
-	for _, m := range s.members {
-		if m.p != nil && m.p.stalled {
-			m.p.resume()
+	if bounded {
+		if err := s.stopMembers(); err != nil {
+			return err
 		}
-		if !m.running() {
-			if err := s.startMember(m); err != nil {
-				return err
-			}
+		if err := s.produce(ctx, inputs[len(streamed):], len(streamed), 0); err != nil {
+			return err
 		}
 	}
 	v := &verifier{brokers: s.cfg.Brokers, topics: s.topics, app: s.app, exp: s.exp, ordered: s.cfg.Guarantee == "exactly-once"}
-	if err := s.converge(ctx, v); err != nil {
-		return err
+	if bounded {
+		if err := s.drainBounded(ctx, v); err != nil {
+			return err
+		}
+	} else {
+		s.logf("produced %d records; every member rejoins", len(inputs))
+		for _, m := range s.members {
+			if m.p != nil && m.p.stalled {
+				m.p.resume()
+			}
+			if !m.running() {
+				if err := s.startMember(m); err != nil {
+					return err
+				}
+			}
+		}
+		if err := s.converge(ctx, v); err != nil {
+			return err
+		}
 	}
 	var stopErrs []error
 	for _, m := range s.members {
@@ -397,7 +419,7 @@ func (s *scenario) plan() []func(context.Context) error {
 }
 
 func (s *scenario) startMember(m *member) error {
-	cfg := ChildConfig{Brokers: s.cfg.Brokers, App: s.app, StateDir: m.dir, Mode: s.cfg.Mode, Guarantee: s.cfg.Guarantee, Topics: s.topics, MaxRecordsPerBatch: s.batch}
+	cfg := ChildConfig{Brokers: s.cfg.Brokers, App: s.app, StateDir: m.dir, Mode: s.cfg.Mode, Guarantee: s.cfg.Guarantee, Topics: s.topics, MaxRecordsPerBatch: s.batch, AvailableNow: s.availableNow}
 	if s.q != nil {
 		cfg.HTTP = s.q.addrs[m.slot]
 	}
@@ -540,8 +562,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // produce writes the inputs, keyed by account, spread over span, and
-// records each one's partition and offset.
-func (s *scenario) produce(ctx context.Context, inputs []Input, span time.Duration) error {
+// records each one's partition and offset; inputs begins at the
+// workload's input number base.
+func (s *scenario) produce(ctx context.Context, inputs []Input, base int, span time.Duration) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Brokers...), kgo.ClientID("weir-chaos-producer"),
 		kgo.DefaultProduceTopic(s.topics.In), kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
@@ -567,7 +590,7 @@ func (s *scenario) produce(ctx context.Context, inputs []Input, span time.Durati
 			return fmt.Errorf("chaos: produce the input: %w", err)
 		}
 		for i, r := range recs { // kgo sets each record's partition and offset
-			s.exp.part[first+i], s.exp.off[first+i] = r.Partition, r.Offset
+			s.exp.part[base+first+i], s.exp.off[base+first+i] = r.Partition, r.Offset
 		}
 		if wait := time.Until(start.Add(span * time.Duration(last) / time.Duration(len(inputs)))); wait > 0 {
 			if err := s.sleep(ctx, wait); err != nil {
