@@ -130,16 +130,8 @@ func (c *committer) commit(ctx context.Context, sess sarama.ConsumerGroupSession
 		if !retry {
 			return err
 		}
-		if errors.Is(err, sarama.ErrIllegalGeneration) {
-			if sess.Context().Err() != nil {
-				// The session is over (the member stops, or left the
-				// group): its generation never moves, and each claim's
-				// last commit waited generationWait, one after another.
-				return fmt.Errorf("kafka: commit: the session ended a generation behind the coordinator: %w", err)
-			}
-			if time.Since(start) > generationWait {
-				return fmt.Errorf("kafka: commit: the session did not reach the coordinator's generation within %v: %w", generationWait, err)
-			}
+		if errors.Is(err, sarama.ErrIllegalGeneration) && time.Since(start) > generationWait {
+			return fmt.Errorf("kafka: commit: the session did not reach the coordinator's generation within %v: %w", generationWait, err)
 		}
 		if time.Since(start) > retryBudget {
 			return fmt.Errorf("kafka: commit: giving up after %d attempts in %v: %w", attempt+1, retryBudget, err)
