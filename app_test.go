@@ -141,10 +141,10 @@ func waitForCounts(t *testing.T, env *kafkatest.Env, topic string, want map[stri
 }
 
 // Three instances of one application share 8 partitions. One stops
-// gracefully halfway; the other two take its partitions — and its counts,
-// restored from the changelog. With no crash the result is exact under
-// both guarantees: every word's counts in the output, read read_committed,
-// are 1, 2, ..., n, each once.
+// gracefully halfway, once the group is stable; the other two take its
+// partitions — and its counts, restored from the changelog. With no crash
+// the result is exact under both guarantees: every word's counts in the
+// output, read read_committed, are 1, 2, ..., n, each once.
 func TestThreeInstancesShareAndHandOverPartitions(t *testing.T) {
 	for _, g := range []weir.Guarantee{weir.AtLeastOnce, weir.ExactlyOnce} {
 		t.Run(g.String(), func(t *testing.T) {
@@ -184,6 +184,13 @@ func testHandOver(t *testing.T, env *kafkatest.Env, opts ...weir.Option) {
 
 	produceLines(t, env, in, 0, 300, vocab, want)
 	waitForCounts(t, env, out, want)
+	// The stop comes once the three share the partitions: one stopped
+	// while the group still rebalanced (the counts can all be out before
+	// the others joined) could not commit its last offsets, the
+	// generation having moved on, and its successors counted them again
+	// — at-least-once, and seen here about once in 150 runs under load.
+	require.Eventually(t, func() bool { return kafkatest.GroupSettled(t, env, appID, 3) },
+		90*time.Second, 100*time.Millisecond, "the three instances never shared the partitions")
 
 	require.NoError(t, instances[0].stop(t), "graceful stop")
 	produceLines(t, env, in, 300, 300, vocab, want)
