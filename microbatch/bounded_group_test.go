@@ -7,9 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/microbatch"
 )
 
 // Several instances of one AvailableNow application end together with
@@ -28,10 +26,7 @@ func TestAvailableNowInstancesEndWithTheWholeTable(t *testing.T) {
 		defer cancel()
 		done := make(chan error, 3)
 		for range 3 {
-			app, err := weir.New(wordCount(t, in, out), options(env, appID, t.TempDir(),
-				weir.WithGuarantee(weir.ExactlyOnce),
-				weir.WithMicroBatch(microbatch.Config{Trigger: microbatch.AvailableNow(), MaxRecordsPerBatch: 100}))...)
-			require.NoError(t, err)
+			app := availableNowCount(t, env, in, out, appID, t.TempDir(), 100)
 			go func() { done <- app.Run(ctx) }()
 		}
 		for range 3 {

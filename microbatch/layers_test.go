@@ -9,7 +9,6 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/microbatch"
 )
 
 // A batch's state writes reach Badger behind its commit, while the next
@@ -25,10 +24,7 @@ func TestBatchStateReachesBadgerBehindItsCommit(t *testing.T) {
 		input := lines(600)
 		appID, dir := kafkatest.GroupID(t), t.TempDir()
 		run := func() *weir.App {
-			app, err := weir.New(wordCount(t, in, out), options(env, appID, dir,
-				weir.WithGuarantee(weir.ExactlyOnce),
-				weir.WithMicroBatch(microbatch.Config{Trigger: microbatch.AvailableNow(), MaxRecordsPerBatch: 50}))...)
-			require.NoError(t, err)
+			app := availableNowCount(t, env, in, out, appID, dir, 50)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			require.NoError(t, app.Run(ctx))

@@ -105,6 +105,18 @@ func wantCounts(t *testing.T, in string, input []string) map[string]int64 {
 	return want
 }
 
+// availableNowCount returns an exactly-once word count from in to out
+// under the AvailableNow trigger, batches of at most maxRecords (0: no
+// limit).
+func availableNowCount(t *testing.T, env *kafkatest.Env, in, out, appID, dir string, maxRecords int64) *weir.App {
+	t.Helper()
+	app, err := weir.New(wordCount(t, in, out), options(env, appID, dir,
+		weir.WithGuarantee(weir.ExactlyOnce),
+		weir.WithMicroBatch(microbatch.Config{Trigger: microbatch.AvailableNow(), MaxRecordsPerBatch: maxRecords}))...)
+	require.NoError(t, err)
+	return app
+}
+
 // runBounded runs an app whose trigger stops by itself.
 func runBounded(t *testing.T, topo *topology.Topology, opts []weir.Option) error {
 	t.Helper()

@@ -10,7 +10,6 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/microbatch"
 )
 
 // AvailableNow under exactly-once does not end while one of its
@@ -29,13 +28,7 @@ func TestAvailableNowWaitsForItsRepartitionTopicToSettle(t *testing.T) {
 		kafkatest.CreateTopic(t, env, out, 2)
 		input := lines(40)
 		appID, dir := kafkatest.GroupID(t), t.TempDir()
-		app := func() *weir.App {
-			app, err := weir.New(wordCount(t, in, out), options(env, appID, dir,
-				weir.WithGuarantee(weir.ExactlyOnce),
-				weir.WithMicroBatch(microbatch.Config{Trigger: microbatch.AvailableNow()}))...)
-			require.NoError(t, err)
-			return app
-		}
+		app := func() *weir.App { return availableNowCount(t, env, in, out, appID, dir, 0) }
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		produce(t, env, in, input)
