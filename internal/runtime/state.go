@@ -269,29 +269,26 @@ func (r *Runtime) StartOffsets(ctx context.Context, topic string, partitions []i
 	return r.admin.StartOffsets(ctx, topic, partitions)
 }
 
-// Unstable reports whether any of the partitions holds records past its
-// last stable offset — a transaction still open, or one ended whose
-// markers are not written yet (Kafka writes them after EndTxn returns) —
-// that EndOffsets does not reach yet but will. Never under at-least-once,
-// where EndOffsets is the high watermark.
-func (r *Runtime) Unstable(ctx context.Context, topic string, partitions []int32) (bool, error) {
-	if !r.readCommitted.Load() {
-		return false, nil
+// ReadableEnds returns EndOffsets of the partitions, and whether any of
+// them holds records past that end — a transaction still open, or one
+// ended whose markers are not written yet (Kafka writes them after EndTxn
+// returns) — that EndOffsets does not reach yet but will. Never under
+// at-least-once, where EndOffsets is the high watermark.
+func (r *Runtime) ReadableEnds(ctx context.Context, topic string, partitions []int32) (map[int32]int64, bool, error) {
+	high, err := r.admin.EndOffsets(ctx, topic, partitions)
+	if err != nil || !r.readCommitted.Load() {
+		return high, false, err
 	}
 	stable, err := r.admin.StableOffsets(ctx, topic, partitions)
 	if err != nil {
-		return false, err
-	}
-	high, err := r.admin.EndOffsets(ctx, topic, partitions)
-	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	for p, end := range high {
 		if stable[p] < end {
-			return true, nil
+			return stable, true, nil
 		}
 	}
-	return false, nil
+	return stable, false, nil
 }
 
 // flushChangelogs sends every task's pending changelog records (one per

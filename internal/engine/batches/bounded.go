@@ -40,7 +40,7 @@ func (e *Engine) pendingInternal(ctx context.Context, srcs map[offsets.TopicPart
 		}
 	}
 	for topic, parts := range byTopic {
-		if pending, err := e.rt.Unstable(ctx, topic, parts); err != nil || pending {
+		if _, pending, err := e.rt.ReadableEnds(ctx, topic, parts); err != nil || pending {
 			return pending, err
 		}
 	}
@@ -81,11 +81,9 @@ func (e *Engine) groupDone(ctx context.Context) (bool, error) {
 	for topic, parts := range e.allPartitions() {
 		ends := e.groupTargets[topic]
 		if processor.IsInternalTopic(e.rt.ApplicationID(), topic) {
-			unstable, err := e.rt.Unstable(ctx, topic, parts)
-			if err != nil || unstable {
-				return false, err
-			}
-			if ends, err = e.rt.EndOffsets(ctx, topic, parts); err != nil {
+			var unstable bool
+			var err error
+			if ends, unstable, err = e.rt.ReadableEnds(ctx, topic, parts); err != nil || unstable {
 				return false, err
 			}
 		}
