@@ -79,6 +79,14 @@ func TestFold(t *testing.T) {
 	require.Equal(t, chaos.Agg{Count: 2, Sum: 3, Min: -2, Max: 5, LastK: 3, LastID: 7, Replays: 1}, a)
 }
 
+// WindowKey names the 10 s event-time window an input id falls in: inputs
+// are stamped at the base time (a multiple of the window) plus id ms.
+func TestWindowKey(t *testing.T) {
+	require.Equal(t, "acct-0001@[1767225600000,1767225610000)", chaos.WindowKey("acct-0001", 1))
+	require.Equal(t, "acct-0001@[1767225600000,1767225610000)", chaos.WindowKey("acct-0001", 9999))
+	require.Equal(t, "acct-0001@[1767225610000,1767225620000)", chaos.WindowKey("acct-0001", 10000))
+}
+
 // A query scenario, small: two kills on kfake while the client asks, the
 // instances static members as weir-chaos -queries runs them; every answer
 // is checked, and both kinds of query are asked and mostly answered.

@@ -79,10 +79,8 @@ var clusterFaults = []clusterFault{
 		return s.killAndRestart(ctx, id, "group coordinator")
 	}},
 	{"SIGKILL of an output partition's leader", func(ctx context.Context, s *scenario, cl *kgo.Client) (string, error) {
-		topic := s.topics.Copy
-		if s.rng.IntN(2) == 0 {
-			topic = s.topics.Agg
-		}
+		outputs := []string{s.topics.Copy, s.topics.Agg, s.topics.Win}
+		topic := outputs[s.rng.IntN(len(outputs))]
 		return s.killLeader(ctx, cl, topic)
 	}},
 	{"SIGKILL of a transaction coordinator", func(ctx context.Context, s *scenario, cl *kgo.Client) (string, error) {

@@ -10,7 +10,8 @@
 // whose copy is larger than any producer delivers. Topology (see Build):
 // a copy of every input, and, after a repartition by key, a per-account
 // running sum, count, min and max in a Badger store, emitting the running
-// aggregate.
+// aggregate, and the same per account and 10 s tumbling window of event
+// time in a Badger window store.
 //
 // A micro-batch scenario ends with a bounded phase: the last tenth of the
 // input arrives with every instance stopped, and three AvailableNow
@@ -19,7 +20,9 @@
 //
 // The verifier checks: every good input copied once (no duplicate id, no
 // loss); each account's k-th aggregate equals the fold of its first k
-// good inputs (under exactly-once by position); every bad input once in
+// good inputs (under exactly-once by position), and each account's and
+// window's k-th windowed aggregate the fold of its first k good inputs in
+// that window; every bad input once in
 // "<input>-dlq" with the weir.error.* and weir.source.* headers naming its
 // error and offset; no transaction left open (last stable offset = end
 // offset) on any topic weir wrote; the group's committed offsets equal the

@@ -25,24 +25,32 @@ type expectation struct {
 	inputs []Input // by id-1
 	part   []int32 // input partition by id-1, set when produced
 	off    []int64 // input offset by id-1
-	// folds[key][c-1] is the fold of the key's first c good inputs.
-	folds map[string][]Agg
+	// folds[key][c-1] is the fold of the key's first c good inputs, and
+	// windows[WindowKey(key, id)][c-1] that of its first c in the window.
+	folds, windows map[string][]Agg
 }
 
 func newExpectation(inputs []Input) *expectation {
-	e := &expectation{inputs: inputs, part: make([]int32, len(inputs)), off: make([]int64, len(inputs)), folds: map[string][]Agg{}}
+	e := &expectation{inputs: inputs, part: make([]int32, len(inputs)), off: make([]int64, len(inputs)),
+		folds: map[string][]Agg{}, windows: map[string][]Agg{}}
 	for _, in := range inputs {
 		if in.Kind != Good {
 			continue
 		}
-		f := e.folds[in.Key]
-		prev := Agg{}
-		if len(f) > 0 {
-			prev = f[len(f)-1]
-		}
-		e.folds[in.Key] = append(f, Fold(prev, in.Txn))
+		foldInto(e.folds, in.Key, in.Txn)
+		foldInto(e.windows, WindowKey(in.Key, in.ID), in.Txn)
 	}
 	return e
+}
+
+// foldInto appends the fold of t onto folds[key].
+func foldInto(folds map[string][]Agg, key string, t Txn) {
+	f := folds[key]
+	prev := Agg{}
+	if len(f) > 0 {
+		prev = f[len(f)-1]
+	}
+	folds[key] = append(f, Fold(prev, t))
 }
 
 // report is what one verification found.
@@ -91,7 +99,10 @@ func (v *verifier) outputs(ctx context.Context) (report, error) {
 	if err := v.checkCopies(ctx, &r); err != nil {
 		return r, err
 	}
-	if err := v.checkAggregates(ctx, &r); err != nil {
+	if err := v.checkAggregates(ctx, &r, v.topics.Agg, v.exp.folds); err != nil {
+		return r, err
+	}
+	if err := v.checkAggregates(ctx, &r, v.topics.Win, v.exp.windows); err != nil {
 		return r, err
 	}
 	return r, v.checkDeadLetters(ctx, &r)
@@ -140,26 +151,27 @@ func (v *verifier) checkCopies(ctx context.Context, r *report) error {
 	return nil
 }
 
-// checkAggregates: for every key, the outputs are the folds of its first
-// 1, 2, ..., n good inputs, each once (under exactly-once, in that
-// order).
-func (v *verifier) checkAggregates(ctx context.Context, r *report) error {
-	recs, err := v.read(ctx, v.topics.Agg)
+// checkAggregates checks an aggregate topic (the Agg or the Win topic)
+// against want, its folds by output key: for every key, the outputs are
+// the folds of its first 1, 2, ..., n good inputs, each once (under
+// exactly-once, in that order).
+func (v *verifier) checkAggregates(ctx context.Context, r *report, topic string, want map[string][]Agg) error {
+	recs, err := v.read(ctx, topic)
 	if err != nil {
 		return err
 	}
 	seen := map[string][]int32{}
-	for key, f := range v.exp.folds {
+	for key, f := range want {
 		seen[key] = make([]int32, len(f))
 	}
 	position := map[string]int64{}
 	for _, rec := range recs {
 		key := string(rec.Key)
 		a, err := serde.JSON[Agg]().Deserialize("", rec.Value)
-		folds := v.exp.folds[key]
+		folds := want[key]
 		if err != nil || a.Count < 1 || a.Count > int64(len(folds)) {
 			r.mismatches++
-			r.problem("aggregate %s at %d@%d: count %d of %d good inputs (%q)", key, rec.Partition, rec.Offset, a.Count, len(folds), trim(rec.Value))
+			r.problem("aggregate %s at %s %d@%d: count %d of %d good inputs (%q)", key, topic, rec.Partition, rec.Offset, a.Count, len(folds), trim(rec.Value))
 			continue
 		}
 		position[key]++
@@ -253,8 +265,8 @@ func (v *verifier) checkDeadLetters(ctx context.Context, r *report) error {
 // end offset) on every topic weir writes, and that the group's committed
 // offsets are the input's end offsets.
 func (v *verifier) finished(ctx context.Context, r *report) error {
-	for _, topic := range []string{v.topics.Copy, v.topics.Agg, runtime.DeadLetterTopic(v.topics.In),
-		v.app + "-" + Repartition + "-repartition", v.app + "-" + Store + "-changelog"} {
+	for _, topic := range []string{v.topics.Copy, v.topics.Agg, v.topics.Win, runtime.DeadLetterTopic(v.topics.In),
+		v.app + "-" + Repartition + "-repartition", v.app + "-" + Store + "-changelog", v.app + "-" + WindowStore + "-changelog"} {
 		hwm, err := kafkatest.EndOffsets(ctx, v.brokers, topic, false)
 		if err != nil {
 			return fmt.Errorf("chaos: end offsets of %s: %w", topic, err)

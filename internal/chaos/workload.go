@@ -145,15 +145,34 @@ func KeyName(k int) string { return fmt.Sprintf("acct-%04d", k) }
 
 // Topics are the topics of one scenario.
 type Topics struct {
-	In, Copy, Agg string
+	In, Copy, Agg, Win string
 }
 
-// Store is the aggregate's store name, and Repartition the name of the
-// repartition stage.
+// Store is the aggregate's store name, WindowStore the windowed
+// aggregate's, and Repartition the name of the repartition stage.
 const (
 	Store       = "agg"
+	WindowStore = "win"
 	Repartition = "by-key"
 )
+
+// Window is the windowed aggregate's tumbling window: input record id
+// falls in the window starting at baseTime + id ms rounded down to it
+// (about 5 windows an account in a 50,000-record run). WindowGrace admits
+// every record whatever the order it arrives in, so no record is late and
+// each window's outputs are a fold the verifier can recompute.
+const (
+	Window      = 10 * time.Second
+	WindowGrace = 24 * time.Hour
+)
+
+// WindowKey is the windowed aggregate's output key for an account's
+// window holding input id: "key@[start,end)" in epoch milliseconds.
+func WindowKey(key string, id int64) string {
+	ms := baseTime.Add(time.Duration(id) * time.Millisecond).UnixMilli()
+	start := time.UnixMilli(ms - ms%Window.Milliseconds())
+	return topology.Windowed[string]{Key: key, Start: start, End: start.Add(Window)}.String()
+}
 
 // padBytes makes an oversized record's copy larger than any producer
 // delivers.
@@ -162,7 +181,8 @@ const padBytes = kafka.MaxRecordBytes + 1
 // Build returns the workload's topology:
 //
 //	in ─► validate ─┬─► copy ─► Copy topic            (a) a copy
-//	                └─► repartition by key ─► aggregate (store "agg") ─► Agg topic   (b), (c)
+//	                └─► repartition by key ─┬─► aggregate (store "agg") ─► Agg topic   (b), (c)
+//	                                        └─► aggregate per Window (store "win") ─► Win topic
 //
 // validate fails the records marked Fail; copy inflates the records marked
 // Big past the producers' limit. The copy branch comes first, so a record
@@ -189,6 +209,11 @@ func Build(t Topics) (*topology.Topology, error) {
 	topology.Aggregate(grouped, func() Agg { return Agg{} }, func(_ string, v Txn, a Agg) Agg { return Fold(a, v) },
 		serde.JSON[Agg](), topology.Materialized(Store)).
 		ToStream().To(t.Agg)
+	windowed := topology.AggregateWindowed(topology.WindowedBy(grouped, topology.TumblingWindows(Window).WithGrace(WindowGrace)),
+		func() Agg { return Agg{} }, func(_ string, v Txn, a Agg) Agg { return Fold(a, v) },
+		serde.JSON[Agg](), topology.Materialized(WindowStore))
+	topology.Map(windowed.ToStream(), func(k topology.Windowed[string], a Agg) (string, Agg) { return k.String(), a }).
+		WithSerdes(serde.String(), serde.JSON[Agg]()).To(t.Win)
 	return b.Build()
 }
 
