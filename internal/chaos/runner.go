@@ -185,8 +185,8 @@ func (s *scenario) run(ctx context.Context) error {
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
 	s.app = fmt.Sprintf("weir-chaos-%s-%s-%s-%d-%s", s.cfg.Name, short(s.cfg.Mode), short(s.cfg.Guarantee), s.cfg.Seed, hex.EncodeToString(suffix))
-	s.topics = Topics{In: s.app + "-in", Copy: s.app + "-copy", Agg: s.app + "-agg", Win: s.app + "-win"}
-	if err := createTopics(ctx, s.cfg.Brokers, s.topics.In, s.topics.Copy, s.topics.Agg, s.topics.Win); err != nil {
+	s.topics = Topics{In: s.app + "-in", Copy: s.app + "-copy", Agg: s.app + "-agg", Win: s.app + "-win", Pairs: s.app + "-pairs"}
+	if err := createTopics(ctx, s.cfg.Brokers, s.topics.In, s.topics.Copy, s.topics.Agg, s.topics.Win, s.topics.Pairs); err != nil {
 		return err
 	}
 	if s.cfg.Mode == "micro-batch" {

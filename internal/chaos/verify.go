@@ -28,17 +28,36 @@ type expectation struct {
 	// folds[key][c-1] is the fold of the key's first c good inputs, and
 	// windows[WindowKey(key, id)][c-1] that of its first c in the window.
 	folds, windows map[string][]Agg
+	// pairs maps every PairValue the join must write once to its key.
+	pairs map[string]string
 }
 
 func newExpectation(inputs []Input) *expectation {
 	e := &expectation{inputs: inputs, part: make([]int32, len(inputs)), off: make([]int64, len(inputs)),
-		folds: map[string][]Agg{}, windows: map[string][]Agg{}}
+		folds: map[string][]Agg{}, windows: map[string][]Agg{}, pairs: map[string]string{}}
+	byKey := map[string][]int64{} // good input ids by key, ascending
 	for _, in := range inputs {
 		if in.Kind != Good {
 			continue
 		}
 		foldInto(e.folds, in.Key, in.Txn)
 		foldInto(e.windows, WindowKey(in.Key, in.ID), in.Txn)
+		byKey[in.Key] = append(byKey[in.Key], in.ID)
+	}
+	within := JoinWithin.Milliseconds()
+	for key, ids := range byKey {
+		for i, a := range ids {
+			for _, b := range ids[i+1:] {
+				if b-a > within {
+					break
+				}
+				if a%2 == 0 && b%2 == 1 {
+					e.pairs[PairValue(a, b)] = key
+				} else if a%2 == 1 && b%2 == 0 {
+					e.pairs[PairValue(b, a)] = key
+				}
+			}
+		}
 	}
 	return e
 }
@@ -103,6 +122,9 @@ func (v *verifier) outputs(ctx context.Context) (report, error) {
 		return r, err
 	}
 	if err := v.checkAggregates(ctx, &r, v.topics.Win, v.exp.windows); err != nil {
+		return r, err
+	}
+	if err := v.checkPairs(ctx, &r); err != nil {
 		return r, err
 	}
 	return r, v.checkDeadLetters(ctx, &r)
@@ -199,6 +221,36 @@ func (v *verifier) checkAggregates(ctx context.Context, r *report, topic string,
 	return nil
 }
 
+// checkPairs: every pair of an account's even-id and odd-id good inputs
+// within JoinWithin joined once, and nothing else.
+func (v *verifier) checkPairs(ctx context.Context, r *report) error {
+	recs, err := v.read(ctx, v.topics.Pairs)
+	if err != nil {
+		return err
+	}
+	seen := make(map[string]int, len(v.exp.pairs))
+	for _, rec := range recs {
+		pair := string(rec.Value)
+		key, ok := v.exp.pairs[pair]
+		if !ok || key != string(rec.Key) {
+			r.mismatches++
+			r.problem("join output %s → %q at %d@%d is no pair of good inputs within %v", rec.Key, trim(rec.Value), rec.Partition, rec.Offset, JoinWithin)
+			continue
+		}
+		seen[pair]++
+		if seen[pair] > 1 {
+			r.duplicates++
+		}
+	}
+	for _, pair := range slices.Sorted(maps.Keys(v.exp.pairs)) {
+		if seen[pair] == 0 {
+			r.lost++
+			r.problem("join pair %s (%s) never written", pair, v.exp.pairs[pair])
+		}
+	}
+	return nil
+}
+
 // checkDeadLetters: every bad input once in "<in>-dlq", with the headers
 // naming its error and position; no good input there; nothing in the
 // repartition topic's dead-letter topic.
@@ -265,8 +317,12 @@ func (v *verifier) checkDeadLetters(ctx context.Context, r *report) error {
 // end offset) on every topic weir writes, and that the group's committed
 // offsets are the input's end offsets.
 func (v *verifier) finished(ctx context.Context, r *report) error {
-	for _, topic := range []string{v.topics.Copy, v.topics.Agg, v.topics.Win, runtime.DeadLetterTopic(v.topics.In),
-		v.app + "-" + Repartition + "-repartition", v.app + "-" + Store + "-changelog", v.app + "-" + WindowStore + "-changelog"} {
+	topics := []string{v.topics.Copy, v.topics.Agg, v.topics.Win, v.topics.Pairs, runtime.DeadLetterTopic(v.topics.In),
+		v.app + "-" + Repartition + "-repartition"}
+	for _, store := range []string{Store, WindowStore, Join + "-this-store", Join + "-other-store", Join + "-stream-times"} {
+		topics = append(topics, v.app+"-"+store+"-changelog")
+	}
+	for _, topic := range topics {
 		hwm, err := kafkatest.EndOffsets(ctx, v.brokers, topic, false)
 		if err != nil {
 			return fmt.Errorf("chaos: end offsets of %s: %w", topic, err)

@@ -145,7 +145,7 @@ func KeyName(k int) string { return fmt.Sprintf("acct-%04d", k) }
 
 // Topics are the topics of one scenario.
 type Topics struct {
-	In, Copy, Agg, Win string
+	In, Copy, Agg, Win, Pairs string
 }
 
 // Store is the aggregate's store name, WindowStore the windowed
@@ -153,6 +153,7 @@ type Topics struct {
 const (
 	Store       = "agg"
 	WindowStore = "win"
+	Join        = "pairs"
 	Repartition = "by-key"
 )
 
@@ -165,6 +166,18 @@ const (
 	Window      = 10 * time.Second
 	WindowGrace = 24 * time.Hour
 )
+
+// JoinWithin is the stream-stream join's time difference: an account's
+// even-id and odd-id inputs whose ids (their timestamps in ms) differ by
+// at most JoinWithin's milliseconds make a pair; with WindowGrace no
+// record is ever too late to pair.
+const JoinWithin = 2 * time.Second
+
+// PairValue is the join's output value for the even-id input even and the
+// odd-id input odd of one account.
+func PairValue(even, odd int64) string {
+	return strconv.FormatInt(even, 10) + ":" + strconv.FormatInt(odd, 10)
+}
 
 // WindowKey is the windowed aggregate's output key for an account's
 // window holding input id: "key@[start,end)" in epoch milliseconds.
@@ -182,7 +195,8 @@ const padBytes = kafka.MaxRecordBytes + 1
 //
 //	in ─► validate ─┬─► copy ─► Copy topic            (a) a copy
 //	                └─► repartition by key ─┬─► aggregate (store "agg") ─► Agg topic   (b), (c)
-//	                                        └─► aggregate per Window (store "win") ─► Win topic
+//	                                        ├─► aggregate per Window (store "win") ─► Win topic
+//	                                        └─► even ids ⋈ odd ids within JoinWithin ─► Pairs topic
 //
 // validate fails the records marked Fail; copy inflates the records marked
 // Big past the producers' limit. The copy branch comes first, so a record
@@ -205,7 +219,8 @@ func Build(t Topics) (*topology.Topology, error) {
 		}
 		return v
 	}, topology.Named("copy")).WithValueSerde(serde.JSON[Txn]()).To(t.Copy)
-	grouped := valid.Repartition(topology.Named(Repartition)).GroupByKey()
+	byKey := valid.Repartition(topology.Named(Repartition))
+	grouped := byKey.GroupByKey()
 	topology.Aggregate(grouped, func() Agg { return Agg{} }, func(_ string, v Txn, a Agg) Agg { return Fold(a, v) },
 		serde.JSON[Agg](), topology.Materialized(Store)).
 		ToStream().To(t.Agg)
@@ -214,6 +229,11 @@ func Build(t Topics) (*topology.Topology, error) {
 		serde.JSON[Agg](), topology.Materialized(WindowStore))
 	topology.Map(windowed.ToStream(), func(k topology.Windowed[string], a Agg) (string, Agg) { return k.String(), a }).
 		WithSerdes(serde.String(), serde.JSON[Agg]()).To(t.Win)
+	evens := byKey.Filter(func(_ string, v Txn) bool { return v.ID%2 == 0 }, topology.Named("evens"))
+	odds := byKey.Filter(func(_ string, v Txn) bool { return v.ID%2 == 1 }, topology.Named("odds"))
+	topology.JoinStreams(evens, odds, func(_ string, e, o Txn) string { return PairValue(e.ID, o.ID) },
+		topology.JoinTimeDifference(JoinWithin).WithGrace(WindowGrace), topology.Named(Join)).
+		WithSerdes(serde.String(), serde.String()).To(t.Pairs)
 	return b.Build()
 }
 
