@@ -79,6 +79,17 @@ func TestFold(t *testing.T) {
 	require.Equal(t, chaos.Agg{Count: 2, Sum: 3, Min: -2, Max: 5, LastK: 3, LastID: 7, Replays: 1}, a)
 }
 
+// Merge joins an earlier session's aggregate with a later one's as one
+// fold, and counts a later one holding no newer input as replays.
+func TestMerge(t *testing.T) {
+	a := chaos.Fold(chaos.Agg{}, chaos.Txn{ID: 1, K: 1, Amount: 5})
+	b := chaos.Fold(chaos.Agg{}, chaos.Txn{ID: 9, K: 2, Amount: -2})
+	require.Equal(t, chaos.Fold(a, chaos.Txn{ID: 9, K: 2, Amount: -2}), chaos.Merge(a, b))
+	require.Equal(t, a, chaos.Merge(chaos.Agg{}, a))
+	require.Equal(t, chaos.Agg{Count: 2, Sum: 3, Min: -2, Max: 5, LastK: 2, LastID: 9, Replays: 1}, chaos.Merge(chaos.Merge(a, b), a))
+	require.Equal(t, "acct-0001@[1767225600001,1767225600950)", chaos.SessionKey("acct-0001", 1, 950))
+}
+
 // WindowKey names the 10 s event-time window an input id falls in: inputs
 // are stamped at the base time (a multiple of the window) plus id ms.
 func TestWindowKey(t *testing.T) {

@@ -13,7 +13,8 @@
 // aggregate, and the same per account and 10 s tumbling window of event
 // time in a Badger window store, and a stream-stream join of each
 // account's even-id records with its odd-id records within 2 s of event
-// time.
+// time, and the aggregate per account and session (1 s gap) in a Badger
+// session store.
 //
 // A micro-batch scenario ends with a bounded phase: the last tenth of the
 // input arrives with every instance stopped, and three AvailableNow
@@ -25,7 +26,9 @@
 // good inputs (under exactly-once by position), and each account's and
 // window's k-th windowed aggregate the fold of its first k good inputs in
 // that window; every pair of an account's even-id and odd-id good inputs
-// within 2 s joined once and nothing else joined; every bad input once in
+// within 2 s joined once and nothing else joined; every session written
+// once with the fold of its inputs, deleted once if a later input extends
+// it, the last ones kept; every bad input once in
 // "<input>-dlq" with the weir.error.* and weir.source.* headers naming its
 // error and offset; no transaction left open (last stable offset = end
 // offset) on any topic weir wrote; the group's committed offsets equal the

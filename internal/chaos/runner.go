@@ -185,8 +185,8 @@ func (s *scenario) run(ctx context.Context) error {
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
 	s.app = fmt.Sprintf("weir-chaos-%s-%s-%s-%d-%s", s.cfg.Name, short(s.cfg.Mode), short(s.cfg.Guarantee), s.cfg.Seed, hex.EncodeToString(suffix))
-	s.topics = Topics{In: s.app + "-in", Copy: s.app + "-copy", Agg: s.app + "-agg", Win: s.app + "-win", Pairs: s.app + "-pairs"}
-	if err := createTopics(ctx, s.cfg.Brokers, s.topics.In, s.topics.Copy, s.topics.Agg, s.topics.Win, s.topics.Pairs); err != nil {
+	s.topics = Topics{In: s.app + "-in", Copy: s.app + "-copy", Agg: s.app + "-agg", Win: s.app + "-win", Pairs: s.app + "-pairs", Sessions: s.app + "-sessions"}
+	if err := createTopics(ctx, s.cfg.Brokers, s.topics.In, s.topics.Copy, s.topics.Agg, s.topics.Win, s.topics.Pairs, s.topics.Sessions); err != nil {
 		return err
 	}
 	if s.cfg.Mode == "micro-batch" {
@@ -577,7 +577,7 @@ func (s *scenario) produce(ctx context.Context, inputs []Input, base int, span t
 		last := min(first+batch, len(inputs))
 		recs := make([]*kgo.Record, 0, last-first)
 		for _, in := range inputs[first:last] {
-			recs = append(recs, &kgo.Record{Key: []byte(in.Key), Value: in.Value(), Timestamp: baseTime.Add(time.Duration(in.ID) * time.Millisecond)})
+			recs = append(recs, &kgo.Record{Key: []byte(in.Key), Value: in.Value(), Timestamp: stamp(in.ID)})
 		}
 		// The lock first: a cluster fault holds it for minutes on a busy
 		// machine, which must not count against the write's own bound.

@@ -30,11 +30,22 @@ type expectation struct {
 	folds, windows map[string][]Agg
 	// pairs maps every PairValue the join must write once to its key.
 	pairs map[string]string
+	// sessions has every session the session aggregate passes through, by
+	// SessionKey: an account's session of inputs i1..in is [i1,i1], then
+	// [i1,i2] (deleting [i1,i1]), ... [i1,in], the last one kept.
+	sessions map[string]sessionWant
+}
+
+// sessionWant is one session's aggregate, and whether it is the account's
+// final session of those inputs (not deleted by a later merge).
+type sessionWant struct {
+	agg   Agg
+	final bool
 }
 
 func newExpectation(inputs []Input) *expectation {
 	e := &expectation{inputs: inputs, part: make([]int32, len(inputs)), off: make([]int64, len(inputs)),
-		folds: map[string][]Agg{}, windows: map[string][]Agg{}, pairs: map[string]string{}}
+		folds: map[string][]Agg{}, windows: map[string][]Agg{}, pairs: map[string]string{}, sessions: map[string]sessionWant{}}
 	byKey := map[string][]int64{} // good input ids by key, ascending
 	for _, in := range inputs {
 		if in.Kind != Good {
@@ -43,6 +54,19 @@ func newExpectation(inputs []Input) *expectation {
 		foldInto(e.folds, in.Key, in.Txn)
 		foldInto(e.windows, WindowKey(in.Key, in.ID), in.Txn)
 		byKey[in.Key] = append(byKey[in.Key], in.ID)
+	}
+	gap := SessionGap.Milliseconds()
+	for key, ids := range byKey {
+		var first int64
+		var agg Agg
+		for i, id := range ids {
+			if i == 0 || id-ids[i-1] > gap {
+				first, agg = id, Agg{}
+			}
+			agg = Fold(agg, inputs[id-1].Txn)
+			final := i == len(ids)-1 || ids[i+1]-id > gap
+			e.sessions[SessionKey(key, first, id)] = sessionWant{agg: agg, final: final}
+		}
 	}
 	within := JoinWithin.Milliseconds()
 	for key, ids := range byKey {
@@ -125,6 +149,9 @@ func (v *verifier) outputs(ctx context.Context) (report, error) {
 		return r, err
 	}
 	if err := v.checkPairs(ctx, &r); err != nil {
+		return r, err
+	}
+	if err := v.checkSessions(ctx, &r); err != nil {
 		return r, err
 	}
 	return r, v.checkDeadLetters(ctx, &r)
@@ -251,6 +278,54 @@ func (v *verifier) checkPairs(ctx context.Context, r *report) error {
 	return nil
 }
 
+// checkSessions: every session the aggregate passes through written once
+// with the fold of its inputs, deleted once (a tombstone) when the next
+// input extends it, and each account's final sessions not deleted.
+func (v *verifier) checkSessions(ctx context.Context, r *report) error {
+	recs, err := v.read(ctx, v.topics.Sessions)
+	if err != nil {
+		return err
+	}
+	values, deletes := map[string]int{}, map[string]int{}
+	last := map[string]bool{} // by key: whether its last record is a value
+	for _, rec := range recs {
+		key := string(rec.Key)
+		want, ok := v.exp.sessions[key]
+		if !ok {
+			r.mismatches++
+			r.problem("session output %s at %d@%d is no session of good inputs (%q)", key, rec.Partition, rec.Offset, trim(rec.Value))
+			continue
+		}
+		last[key] = rec.Value != nil
+		n := values
+		if rec.Value == nil {
+			n = deletes
+		} else if a, err := serde.JSON[Agg]().Deserialize("", rec.Value); err != nil || !sameFold(a, want.agg) {
+			r.mismatches++
+			r.problem("session %s: got %q, the fold of its inputs is %+v", key, trim(rec.Value), want.agg)
+		}
+		n[key]++
+		if n[key] > 1 {
+			r.duplicates++
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(v.exp.sessions)) {
+		want := v.exp.sessions[key]
+		switch {
+		case values[key] == 0:
+			r.lost++
+			r.problem("session %s never written", key)
+		case want.final && !last[key]:
+			r.lost++
+			r.problem("session %s, an account's last of its inputs, deleted", key)
+		case !want.final && deletes[key] == 0:
+			r.mismatches++
+			r.problem("session %s, extended by a later input, never deleted", key)
+		}
+	}
+	return nil
+}
+
 // checkDeadLetters: every bad input once in "<in>-dlq", with the headers
 // naming its error and position; no good input there; nothing in the
 // repartition topic's dead-letter topic.
@@ -317,9 +392,9 @@ func (v *verifier) checkDeadLetters(ctx context.Context, r *report) error {
 // end offset) on every topic weir writes, and that the group's committed
 // offsets are the input's end offsets.
 func (v *verifier) finished(ctx context.Context, r *report) error {
-	topics := []string{v.topics.Copy, v.topics.Agg, v.topics.Win, v.topics.Pairs, runtime.DeadLetterTopic(v.topics.In),
+	topics := []string{v.topics.Copy, v.topics.Agg, v.topics.Win, v.topics.Pairs, v.topics.Sessions, runtime.DeadLetterTopic(v.topics.In),
 		v.app + "-" + Repartition + "-repartition"}
-	for _, store := range []string{Store, WindowStore, Join + "-this-store", Join + "-other-store", Join + "-stream-times"} {
+	for _, store := range []string{Store, WindowStore, SessionStore, Join + "-this-store", Join + "-other-store", Join + "-stream-times"} {
 		topics = append(topics, v.app+"-"+store+"-changelog")
 	}
 	for _, topic := range topics {

@@ -145,16 +145,17 @@ func KeyName(k int) string { return fmt.Sprintf("acct-%04d", k) }
 
 // Topics are the topics of one scenario.
 type Topics struct {
-	In, Copy, Agg, Win, Pairs string
+	In, Copy, Agg, Win, Pairs, Sessions string
 }
 
 // Store is the aggregate's store name, WindowStore the windowed
 // aggregate's, and Repartition the name of the repartition stage.
 const (
-	Store       = "agg"
-	WindowStore = "win"
-	Join        = "pairs"
-	Repartition = "by-key"
+	Store        = "agg"
+	WindowStore  = "win"
+	Join         = "pairs"
+	SessionStore = "sessions"
+	Repartition  = "by-key"
 )
 
 // Window is the windowed aggregate's tumbling window: input record id
@@ -173,6 +174,41 @@ const (
 // record is ever too late to pair.
 const JoinWithin = 2 * time.Second
 
+// SessionGap is the session windows' inactivity gap: an account's inputs
+// whose ids (their timestamps in ms) follow each other within SessionGap's
+// milliseconds are one session (about 2.7 inputs a session in a
+// 50,000-record run). The grace is WindowGrace.
+const SessionGap = time.Second
+
+// SessionKey is the session aggregate's output key for an account's
+// session from input id first to input id last.
+func SessionKey(key string, first, last int64) string {
+	return topology.Windowed[string]{Key: key, Start: stamp(first), End: stamp(last)}.String()
+}
+
+// stamp is input id's timestamp.
+func stamp(id int64) time.Time { return baseTime.Add(time.Duration(id) * time.Millisecond) }
+
+// Merge combines the aggregates of two sessions a record bridges, a the
+// earlier, keeping Fold's rules: b's inputs count as replays unless they
+// are newer than a's. (An account's inputs reach its task in order, a
+// replay included, so no record of this workload should bridge two
+// sessions.)
+func Merge(a, b Agg) Agg {
+	switch {
+	case a.Count == 0:
+		b.Replays += a.Replays
+		return b
+	case b.Count == 0 || b.LastK <= a.LastK:
+		a.Replays += b.Replays + b.Count
+		return a
+	}
+	a.Min, a.Max = min(a.Min, b.Min), max(a.Max, b.Max)
+	a.Count, a.Sum, a.Replays = a.Count+b.Count, a.Sum+b.Sum, a.Replays+b.Replays
+	a.LastK, a.LastID = b.LastK, b.LastID
+	return a
+}
+
 // PairValue is the join's output value for the even-id input even and the
 // odd-id input odd of one account.
 func PairValue(even, odd int64) string {
@@ -182,7 +218,7 @@ func PairValue(even, odd int64) string {
 // WindowKey is the windowed aggregate's output key for an account's
 // window holding input id: "key@[start,end)" in epoch milliseconds.
 func WindowKey(key string, id int64) string {
-	ms := baseTime.Add(time.Duration(id) * time.Millisecond).UnixMilli()
+	ms := stamp(id).UnixMilli()
 	start := time.UnixMilli(ms - ms%Window.Milliseconds())
 	return topology.Windowed[string]{Key: key, Start: start, End: start.Add(Window)}.String()
 }
@@ -196,7 +232,8 @@ const padBytes = kafka.MaxRecordBytes + 1
 //	in ─► validate ─┬─► copy ─► Copy topic            (a) a copy
 //	                └─► repartition by key ─┬─► aggregate (store "agg") ─► Agg topic   (b), (c)
 //	                                        ├─► aggregate per Window (store "win") ─► Win topic
-//	                                        └─► even ids ⋈ odd ids within JoinWithin ─► Pairs topic
+//	                                        ├─► even ids ⋈ odd ids within JoinWithin ─► Pairs topic
+//	                                        └─► aggregate per session (store "sessions") ─► Sessions topic
 //
 // validate fails the records marked Fail; copy inflates the records marked
 // Big past the producers' limit. The copy branch comes first, so a record
@@ -234,6 +271,13 @@ func Build(t Topics) (*topology.Topology, error) {
 	topology.JoinStreams(evens, odds, func(_ string, e, o Txn) string { return PairValue(e.ID, o.ID) },
 		topology.JoinTimeDifference(JoinWithin).WithGrace(WindowGrace), topology.Named(Join)).
 		WithSerdes(serde.String(), serde.String()).To(t.Pairs)
+	sessions := topology.AggregateSessions(topology.SessionWindowedBy(grouped, topology.SessionWindowsWithGap(SessionGap).WithGrace(WindowGrace)),
+		func() Agg { return Agg{} }, func(_ string, v Txn, a Agg) Agg { return Fold(a, v) },
+		func(_ string, a, b Agg) Agg { return Merge(a, b) }, serde.JSON[Agg](), topology.Materialized(SessionStore))
+	// SelectKey leaves the values alone: a merged session's delete stays
+	// a tombstone.
+	topology.SelectKey(sessions.ToStream(), func(k topology.Windowed[string], _ Agg) string { return k.String() }).
+		WithSerdes(serde.String(), serde.JSON[Agg]()).To(t.Sessions)
 	return b.Build()
 }
 
