@@ -79,7 +79,7 @@ var clusterFaults = []clusterFault{
 		return s.killAndRestart(ctx, id, "group coordinator")
 	}},
 	{"SIGKILL of an output partition's leader", func(ctx context.Context, s *scenario, cl *kgo.Client) (string, error) {
-		outputs := []string{s.topics.Copy, s.topics.Agg, s.topics.Win, s.topics.Pairs, s.topics.Sessions}
+		outputs := s.topics.outputs()
 		topic := outputs[s.rng.IntN(len(outputs))]
 		return s.killLeader(ctx, cl, topic)
 	}},

@@ -10,11 +10,12 @@
 // whose copy is larger than any producer delivers. Topology (see Build):
 // a copy of every input, and, after a repartition by key, a per-account
 // running sum, count, min and max in a Badger store, emitting the running
-// aggregate, and the same per account and 10 s tumbling window of event
-// time in a Badger window store, and a stream-stream join of each
-// account's even-id records with its odd-id records within 2 s of event
-// time, and the aggregate per account and session (1 s gap) in a Badger
-// session store.
+// aggregate. The extended workload (Config.Extended, weir-chaos
+// -extended) adds the same per account and 10 s tumbling window of event
+// time in a Badger window store, a stream-stream join of each account's
+// even-id records with its odd-id records within 2 s of event time, and
+// the aggregate per account and session (1 s gap) in a Badger session
+// store.
 //
 // A micro-batch scenario ends with a bounded phase: the last tenth of the
 // input arrives with every instance stopped, and three AvailableNow
@@ -23,12 +24,12 @@
 //
 // The verifier checks: every good input copied once (no duplicate id, no
 // loss); each account's k-th aggregate equals the fold of its first k
-// good inputs (under exactly-once by position), and each account's and
-// window's k-th windowed aggregate the fold of its first k good inputs in
-// that window; every pair of an account's even-id and odd-id good inputs
-// within 2 s joined once and nothing else joined; every session written
-// once with the fold of its inputs, deleted once if a later input extends
-// it, the last ones kept; every bad input once in
+// good inputs (under exactly-once by position) — extended, also each
+// account's and window's k-th windowed aggregate the fold of its first k
+// good inputs in that window, every pair of an account's even-id and
+// odd-id good inputs within 2 s joined once and nothing else joined, and
+// every session written once with the fold of its inputs, deleted once if
+// a later input extends it, the last ones kept; every bad input once in
 // "<input>-dlq" with the weir.error.* and weir.source.* headers naming its
 // error and offset; no transaction left open (last stable offset = end
 // offset) on any topic weir wrote; the group's committed offsets equal the

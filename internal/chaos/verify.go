@@ -145,14 +145,16 @@ func (v *verifier) outputs(ctx context.Context) (report, error) {
 	if err := v.checkAggregates(ctx, &r, v.topics.Agg, v.exp.folds); err != nil {
 		return r, err
 	}
-	if err := v.checkAggregates(ctx, &r, v.topics.Win, v.exp.windows); err != nil {
-		return r, err
-	}
-	if err := v.checkPairs(ctx, &r); err != nil {
-		return r, err
-	}
-	if err := v.checkSessions(ctx, &r); err != nil {
-		return r, err
+	if v.topics.Extended() {
+		if err := v.checkAggregates(ctx, &r, v.topics.Win, v.exp.windows); err != nil {
+			return r, err
+		}
+		if err := v.checkPairs(ctx, &r); err != nil {
+			return r, err
+		}
+		if err := v.checkSessions(ctx, &r); err != nil {
+			return r, err
+		}
 	}
 	return r, v.checkDeadLetters(ctx, &r)
 }
@@ -392,9 +394,12 @@ func (v *verifier) checkDeadLetters(ctx context.Context, r *report) error {
 // end offset) on every topic weir writes, and that the group's committed
 // offsets are the input's end offsets.
 func (v *verifier) finished(ctx context.Context, r *report) error {
-	topics := []string{v.topics.Copy, v.topics.Agg, v.topics.Win, v.topics.Pairs, v.topics.Sessions, runtime.DeadLetterTopic(v.topics.In),
-		v.app + "-" + Repartition + "-repartition"}
-	for _, store := range []string{Store, WindowStore, SessionStore, Join + "-this-store", Join + "-other-store", Join + "-stream-times"} {
+	topics := v.topics.outputs(runtime.DeadLetterTopic(v.topics.In), v.app+"-"+Repartition+"-repartition")
+	stores := []string{Store}
+	if v.topics.Extended() {
+		stores = append(stores, WindowStore, SessionStore, Join+"-this-store", Join+"-other-store", Join+"-stream-times")
+	}
+	for _, store := range stores {
 		topics = append(topics, v.app+"-"+store+"-changelog")
 	}
 	for _, topic := range topics {

@@ -143,9 +143,23 @@ func Generate(seed uint64, n int) []Input {
 // KeyName names account k.
 func KeyName(k int) string { return fmt.Sprintf("acct-%04d", k) }
 
-// Topics are the topics of one scenario.
+// Topics are the topics of one scenario. Win, Pairs and Sessions are set
+// only in an extended workload (Config.Extended).
 type Topics struct {
 	In, Copy, Agg, Win, Pairs, Sessions string
+}
+
+// Extended reports whether the workload has the windowed aggregate, the
+// join and the session aggregate.
+func (t Topics) Extended() bool { return t.Win != "" }
+
+// outputs returns the workload's output topics after the given ones.
+func (t Topics) outputs(first ...string) []string {
+	out := append(first, t.Copy, t.Agg)
+	if t.Extended() {
+		out = append(out, t.Win, t.Pairs, t.Sessions)
+	}
+	return out
 }
 
 // Store is the aggregate's store name, WindowStore the windowed
@@ -238,7 +252,8 @@ const padBytes = kafka.MaxRecordBytes + 1
 // validate fails the records marked Fail; copy inflates the records marked
 // Big past the producers' limit. The copy branch comes first, so a record
 // whose copy fails reaches neither output: every bad record's only trace
-// is its dead letter.
+// is its dead letter. The last three branches are built only when t is
+// Extended.
 func Build(t Topics) (*topology.Topology, error) {
 	b := topology.NewBuilder()
 	src := topology.NewStream(b, t.In, serde.String(), serde.JSON[Txn]())
@@ -261,23 +276,25 @@ func Build(t Topics) (*topology.Topology, error) {
 	topology.Aggregate(grouped, func() Agg { return Agg{} }, func(_ string, v Txn, a Agg) Agg { return Fold(a, v) },
 		serde.JSON[Agg](), topology.Materialized(Store)).
 		ToStream().To(t.Agg)
-	windowed := topology.AggregateWindowed(topology.WindowedBy(grouped, topology.TumblingWindows(Window).WithGrace(WindowGrace)),
-		func() Agg { return Agg{} }, func(_ string, v Txn, a Agg) Agg { return Fold(a, v) },
-		serde.JSON[Agg](), topology.Materialized(WindowStore))
-	topology.Map(windowed.ToStream(), func(k topology.Windowed[string], a Agg) (string, Agg) { return k.String(), a }).
-		WithSerdes(serde.String(), serde.JSON[Agg]()).To(t.Win)
-	evens := byKey.Filter(func(_ string, v Txn) bool { return v.ID%2 == 0 }, topology.Named("evens"))
-	odds := byKey.Filter(func(_ string, v Txn) bool { return v.ID%2 == 1 }, topology.Named("odds"))
-	topology.JoinStreams(evens, odds, func(_ string, e, o Txn) string { return PairValue(e.ID, o.ID) },
-		topology.JoinTimeDifference(JoinWithin).WithGrace(WindowGrace), topology.Named(Join)).
-		WithSerdes(serde.String(), serde.String()).To(t.Pairs)
-	sessions := topology.AggregateSessions(topology.SessionWindowedBy(grouped, topology.SessionWindowsWithGap(SessionGap).WithGrace(WindowGrace)),
-		func() Agg { return Agg{} }, func(_ string, v Txn, a Agg) Agg { return Fold(a, v) },
-		func(_ string, a, b Agg) Agg { return Merge(a, b) }, serde.JSON[Agg](), topology.Materialized(SessionStore))
-	// SelectKey leaves the values alone: a merged session's delete stays
-	// a tombstone.
-	topology.SelectKey(sessions.ToStream(), func(k topology.Windowed[string], _ Agg) string { return k.String() }).
-		WithSerdes(serde.String(), serde.JSON[Agg]()).To(t.Sessions)
+	if t.Extended() {
+		windowed := topology.AggregateWindowed(topology.WindowedBy(grouped, topology.TumblingWindows(Window).WithGrace(WindowGrace)),
+			func() Agg { return Agg{} }, func(_ string, v Txn, a Agg) Agg { return Fold(a, v) },
+			serde.JSON[Agg](), topology.Materialized(WindowStore))
+		topology.Map(windowed.ToStream(), func(k topology.Windowed[string], a Agg) (string, Agg) { return k.String(), a }).
+			WithSerdes(serde.String(), serde.JSON[Agg]()).To(t.Win)
+		evens := byKey.Filter(func(_ string, v Txn) bool { return v.ID%2 == 0 }, topology.Named("evens"))
+		odds := byKey.Filter(func(_ string, v Txn) bool { return v.ID%2 == 1 }, topology.Named("odds"))
+		topology.JoinStreams(evens, odds, func(_ string, e, o Txn) string { return PairValue(e.ID, o.ID) },
+			topology.JoinTimeDifference(JoinWithin).WithGrace(WindowGrace), topology.Named(Join)).
+			WithSerdes(serde.String(), serde.String()).To(t.Pairs)
+		sessions := topology.AggregateSessions(topology.SessionWindowedBy(grouped, topology.SessionWindowsWithGap(SessionGap).WithGrace(WindowGrace)),
+			func() Agg { return Agg{} }, func(_ string, v Txn, a Agg) Agg { return Fold(a, v) },
+			func(_ string, a, b Agg) Agg { return Merge(a, b) }, serde.JSON[Agg](), topology.Materialized(SessionStore))
+		// SelectKey leaves the values alone: a merged session's delete stays
+		// a tombstone.
+		topology.SelectKey(sessions.ToStream(), func(k topology.Windowed[string], _ Agg) string { return k.String() }).
+			WithSerdes(serde.String(), serde.JSON[Agg]()).To(t.Sessions)
+	}
 	return b.Build()
 }
 
