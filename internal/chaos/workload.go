@@ -273,13 +273,13 @@ func Build(t Topics) (*topology.Topology, error) {
 	}, topology.Named("copy")).WithValueSerde(serde.JSON[Txn]()).To(t.Copy)
 	byKey := valid.Repartition(topology.Named(Repartition))
 	grouped := byKey.GroupByKey()
-	topology.Aggregate(grouped, func() Agg { return Agg{} }, func(_ string, v Txn, a Agg) Agg { return Fold(a, v) },
-		serde.JSON[Agg](), topology.Materialized(Store)).
+	// Every aggregate folds the same way (Fold).
+	initAgg, fold := func() Agg { return Agg{} }, func(_ string, v Txn, a Agg) Agg { return Fold(a, v) }
+	topology.Aggregate(grouped, initAgg, fold, serde.JSON[Agg](), topology.Materialized(Store)).
 		ToStream().To(t.Agg)
 	if t.Extended() {
 		windowed := topology.AggregateWindowed(topology.WindowedBy(grouped, topology.TumblingWindows(Window).WithGrace(WindowGrace)),
-			func() Agg { return Agg{} }, func(_ string, v Txn, a Agg) Agg { return Fold(a, v) },
-			serde.JSON[Agg](), topology.Materialized(WindowStore))
+			initAgg, fold, serde.JSON[Agg](), topology.Materialized(WindowStore))
 		topology.Map(windowed.ToStream(), func(k topology.Windowed[string], a Agg) (string, Agg) { return k.String(), a }).
 			WithSerdes(serde.String(), serde.JSON[Agg]()).To(t.Win)
 		evens := byKey.Filter(func(_ string, v Txn) bool { return v.ID%2 == 0 }, topology.Named("evens"))
@@ -288,8 +288,7 @@ func Build(t Topics) (*topology.Topology, error) {
 			topology.JoinTimeDifference(JoinWithin).WithGrace(WindowGrace), topology.Named(Join)).
 			WithSerdes(serde.String(), serde.String()).To(t.Pairs)
 		sessions := topology.AggregateSessions(topology.SessionWindowedBy(grouped, topology.SessionWindowsWithGap(SessionGap).WithGrace(WindowGrace)),
-			func() Agg { return Agg{} }, func(_ string, v Txn, a Agg) Agg { return Fold(a, v) },
-			func(_ string, a, b Agg) Agg { return Merge(a, b) }, serde.JSON[Agg](), topology.Materialized(SessionStore))
+			initAgg, fold, func(_ string, a, b Agg) Agg { return Merge(a, b) }, serde.JSON[Agg](), topology.Materialized(SessionStore))
 		// SelectKey leaves the values alone: a merged session's delete stays
 		// a tombstone.
 		topology.SelectKey(sessions.ToStream(), func(k topology.Windowed[string], _ Agg) string { return k.String() }).
