@@ -41,6 +41,9 @@ type Producer struct {
 	// hold is the adaptive linger (hold.go); nil when the Tuning sets a
 	// Linger, which sarama applies itself.
 	hold *Hold
+	// acked are the offsets of the records acknowledged, for the topics
+	// tracked.
+	acked AckedOffsets
 }
 
 // ProducerRetries and ProducerBackoff are the retries of the
@@ -161,6 +164,10 @@ func (p *Producer) Flush(ctx context.Context) error {
 	}
 }
 
+// Acked returns the offsets of the records the producer had acknowledged,
+// for the topics it is told to track.
+func (p *Producer) Acked() *AckedOffsets { return &p.acked }
+
 // Close sends what is buffered, waits for the outcome of every record and
 // releases the connections. It returns the delivery errors no Flush
 // reported. Close is idempotent; later calls return nil.
@@ -246,6 +253,7 @@ func (p *Producer) drainSuccesses() {
 	defer p.drained.Done()
 	for msg := range p.ap.Successes() {
 		seq, _ := msg.Metadata.(uint64)
+		p.acked.Note(msg.Topic, msg.Partition, msg.Offset)
 		p.t.complete(seq, nil)
 	}
 }

@@ -81,6 +81,7 @@ type producer struct {
 	client sarama.Client
 	ap     sarama.AsyncProducer
 	t      tracker
+	acked  *kafka.AckedOffsets // the session's
 
 	// calls are the blocking sarama calls on this producer (CommitTxn,
 	// AbortTxn); close joins them before shutting sarama down, which
@@ -95,7 +96,7 @@ type producer struct {
 // aborts (or completes, if it was committing) the transaction an older
 // producer left open and fences that producer. It blocks; callers run it
 // through call.
-func openProducer(brokers []string, sc *sarama.Config, log *slog.Logger) (*producer, error) {
+func openProducer(brokers []string, sc *sarama.Config, log *slog.Logger, acked *kafka.AckedOffsets) (*producer, error) {
 	client, err := sarama.NewClient(brokers, sc)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %v: %w", brokers, err)
@@ -105,7 +106,7 @@ func openProducer(brokers []string, sc *sarama.Config, log *slog.Logger) (*produ
 		_ = client.Close()
 		return nil, err
 	}
-	p := &producer{log: log, client: client, ap: ap}
+	p := &producer{log: log, client: client, ap: ap, acked: acked}
 	p.t.init()
 	p.drained.Add(2)
 	go p.drainSuccesses()
@@ -137,7 +138,8 @@ func (p *producer) close() {
 
 func (p *producer) drainSuccesses() {
 	defer p.drained.Done()
-	for range p.ap.Successes() {
+	for msg := range p.ap.Successes() {
+		p.acked.Note(msg.Topic, msg.Partition, msg.Offset)
 		p.t.done(nil)
 	}
 }

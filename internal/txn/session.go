@@ -73,6 +73,9 @@ type Session struct {
 	ioMark  uint64    // watch count at Begin
 
 	inits atomic.Int64 // producers initialized, for tests and logs
+	// acked are the offsets of the records acknowledged, by every
+	// producer of the session, for the topics tracked.
+	acked kafka.AckedOffsets
 }
 
 // txnEnd is closed when the open transaction starts to end, waking every
@@ -112,6 +115,11 @@ func New(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	return s, nil
 }
+
+// Acked returns the offsets of the records the session's producers had
+// acknowledged — written into a transaction, committed or not — for the
+// topics it is told to track.
+func (s *Session) Acked() *kafka.AckedOffsets { return &s.acked }
 
 // TransactionalID returns the session's transactional id.
 func (s *Session) TransactionalID() string { return s.cfg.TransactionalID }
@@ -158,7 +166,7 @@ func (s *Session) reset(ctx context.Context) error {
 				if err != nil {
 					return nil, err
 				}
-				return openProducer(s.cfg.Kafka.Brokers, sc, s.log)
+				return openProducer(s.cfg.Kafka.Brokers, sc, s.log, &s.acked)
 			},
 			func(p *producer, _ error) {
 				if p != nil {
