@@ -30,9 +30,8 @@ func NewBehind(limit int) *Behind {
 	return b
 }
 
-// Add queues job, waiting while limit jobs are pending, and returns its
-// number, for WaitFor.
-func (b *Behind) Add(job func() error) int64 {
+// Add queues job, waiting while limit jobs are pending.
+func (b *Behind) Add(job func() error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for b.added-b.done >= int64(b.limit) {
@@ -44,7 +43,6 @@ func (b *Behind) Add(job func() error) int64 {
 		b.running = true
 		go b.run()
 	}
-	return b.added
 }
 
 // Full reports whether Add would wait now.
@@ -76,17 +74,6 @@ func (b *Behind) run() {
 	}
 	b.running = false
 	b.cond.Broadcast()
-}
-
-// WaitFor waits until job n (an Add's number) has run or was skipped, and
-// returns Err.
-func (b *Behind) WaitFor(n int64) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for b.done < n {
-		b.cond.Wait()
-	}
-	return b.err
 }
 
 // Wait waits until every job added before the call has run or was

@@ -109,15 +109,6 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 		r.dropStaged()
 		return err
 	}
-	// The previous layer's checkpoints are read before this epoch's
-	// changelog records are written (layers.go); the wait counts as the
-	// epoch's state apply.
-	waitStart := time.Now()
-	if err := r.waitCheckpointed(); err != nil {
-		r.layers.keep(kept...)
-		return err
-	}
-	waited := time.Since(waitStart)
 	if err := r.outputsThenChangelogs(ctx, ph, kept); err != nil {
 		r.layers.keep(kept...)
 		return r.flushFailed(ctx, err)
@@ -135,11 +126,11 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 		return err
 	}
 	applyStart := time.Now()
-	err = r.applyKept(ctx, kept)
+	err = r.applyKept(kept)
 	if err == nil {
-		err = r.applyCommitted(ctx)
+		err = r.applyCommitted()
 	}
-	r.ObservePhase(PhaseStateApply, &ph.StateApply, waited+time.Since(applyStart))
+	r.ObservePhase(PhaseStateApply, &ph.StateApply, time.Since(applyStart))
 	return err
 }
 

@@ -140,18 +140,12 @@ func (r *Runtime) cut(ctx context.Context, c *EpochCut, s kafka.Session, ph *Pha
 		}
 	}
 	if now {
-		// As Commit: the member is still in its group and the previous
-		// layer's checkpoints are read before this epoch's changelog
-		// records are written (layers.go).
+		// As Commit: the member is still in its group before this
+		// epoch's changelog records are written.
 		if err := r.Timed(PhaseMembership, &ph.Membership, func() error { return r.checkMembership(ctx, s, pending) }); err != nil {
 			r.dropStaged()
 			return err
 		}
-		start := time.Now()
-		if err := r.waitCheckpointed(); err != nil {
-			return err
-		}
-		c.applyWait = time.Since(start)
 		if err := r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error { return r.flushChangelogs(ctx) }); err != nil {
 			return r.flushFailed(ctx, err)
 		}
@@ -176,7 +170,7 @@ func (r *Runtime) cut(ctx context.Context, c *EpochCut, s kafka.Session, ph *Pha
 		l.changelog = held
 	}
 	c.layer = l
-	c.applyWait += time.Since(start)
+	c.applyWait = time.Since(start)
 	c.decided = r.layers.cutPending()
 	if c.txn {
 		r.txn.held.hold()
@@ -264,7 +258,7 @@ func (r *Runtime) commitCut(ctx context.Context, c *EpochCut, s kafka.Session, p
 			// Acknowledged, perhaps, but not committed: kept (see
 			// Commit), as is a commit a stop cut short, for the claims'
 			// last commits; changelog records not sent yet go with them.
-			return r.keepLayers(ctx, err, layers...)
+			return r.keepLayers(err, layers...)
 		}
 		discardLayers(kept)
 		c.layer.discard()
@@ -276,10 +270,10 @@ func (r *Runtime) commitCut(ctx context.Context, c *EpochCut, s kafka.Session, p
 		return err
 	}
 	start := time.Now()
-	err = r.applyKept(ctx, kept)
+	err = r.applyKept(kept)
 	c.layer.commit()
 	if err == nil {
-		err = r.applyFrozenLayer(ctx, c.layer)
+		err = r.applyFrozenLayer(c.layer)
 	}
 	r.ObservePhase(PhaseStateApply, &ph.StateApply, c.applyWait+time.Since(start))
 	if c.txn {
@@ -292,9 +286,8 @@ func (r *Runtime) commitCut(ctx context.Context, c *EpochCut, s kafka.Session, p
 
 // sendChangelogs sends the changelog records the layers hold, oldest
 // first (at-least-once: see cut), once every output sent before them is
-// acknowledged (PhaseOutputsWait, see outputsThenChangelogs), the member
-// is known to be in its group (checkMembership) and the previous layer's
-// checkpoints are read (layers.go).
+// acknowledged (PhaseOutputsWait, see outputsThenChangelogs) and the
+// member is known to be in its group (checkMembership).
 func (r *Runtime) sendChangelogs(ctx context.Context, s kafka.Session, ph *Phases, ls []*epochLayer) error {
 	n := heldChangelog(ls)
 	if n == 0 {
@@ -304,9 +297,6 @@ func (r *Runtime) sendChangelogs(ctx context.Context, s kafka.Session, ph *Phase
 		return err
 	}
 	if err := r.Timed(PhaseMembership, &ph.Membership, func() error { return r.checkMembership(ctx, s, n) }); err != nil {
-		return err
-	}
-	if err := r.waitCheckpointed(); err != nil {
 		return err
 	}
 	return r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error { return r.sendHeld(ctx, ls) })
@@ -345,18 +335,12 @@ func (r *Runtime) sendHeld(ctx context.Context, ls []*epochLayer) error {
 }
 
 // keepLayers keeps pending layers, oldest first, for the next commit to
-// decide (stateLayers.kept), once their checkpoints are read: before the
-// next epoch's changelog records are written, as for any layer. It
-// returns cause, or the checkpoint read's error (fatal, as
-// StateApplyFailed's), after which they are discarded.
-func (r *Runtime) keepLayers(ctx context.Context, cause error, ls ...*epochLayer) error {
+// decide (stateLayers.kept), once their checkpoints are read, as for any
+// layer once Kafka has it (layers.go). It returns cause.
+func (r *Runtime) keepLayers(cause error, ls ...*epochLayer) error {
 	for _, l := range ls {
-		if l == nil {
-			continue
-		}
-		if err := r.layers.checkpoints.WaitFor(r.checkpointLater(ctx, l)); err != nil {
-			discardLayers(ls)
-			return err
+		if l != nil {
+			r.checkpoint(l)
 		}
 	}
 	r.layers.keep(ls...)
@@ -365,10 +349,10 @@ func (r *Runtime) keepLayers(ctx context.Context, cause error, ls ...*epochLayer
 
 // applyKept commits the kept layers, oldest first, and applies them, once
 // the offsets of a later epoch are committed (see Commit).
-func (r *Runtime) applyKept(ctx context.Context, kept []*epochLayer) error {
+func (r *Runtime) applyKept(kept []*epochLayer) error {
 	for _, l := range kept {
 		l.commit()
-		if err := r.applyFrozen(ctx, l); err != nil {
+		if err := r.applyFrozen(l); err != nil {
 			return err
 		}
 	}
@@ -383,11 +367,11 @@ func discardLayers(ls []*epochLayer) {
 }
 
 // applyFrozenLayer is applyFrozen for a layer that may be nil.
-func (r *Runtime) applyFrozenLayer(ctx context.Context, l *epochLayer) error {
+func (r *Runtime) applyFrozenLayer(l *epochLayer) error {
 	if l == nil {
 		return nil
 	}
-	return r.applyFrozen(ctx, l)
+	return r.applyFrozen(l)
 }
 
 // RewindBehind drops, under the engine's barrier, what the tasks did

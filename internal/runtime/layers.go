@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -20,21 +19,24 @@ import (
 // Badger. Interactive queries read the frozen layers over Badger, never
 // the staging layer (committedView).
 //
-// With ApplyStateBehind (both engines call it), goroutines of the
-// runtime (two Behinds) then write each layer into Badger, in commit
-// order, with its changelog checkpoints, and drop it; otherwise the
-// commit does that itself before it returns. Two jobs per layer:
+// Every layer carries its checkpoints: for each logged store partition it
+// writes, the offset after this member's own last changelog record there
+// (kafka.AckedOffsets), read the moment Kafka has the epoch — its
+// records acknowledged, before any later epoch's are sent — and written
+// into Badger in one batch with the layer's rows. Never the changelog's
+// end offset: a member stalled (a GC pause, SIGSTOP) right after its
+// commit, past its session timeout, would read that end after its
+// partition's new owner had restored and written on, and a later restore
+// on its state dir would start past the new owner's records and run on
+// stale state for good (the chaos suite on Kafka 4.4 found it). A
+// partition with no record of this member's acknowledged (an epoch a stop
+// cut short) keeps its previous checkpoint: a restore then replays more,
+// never less.
 //
-//  1. its checkpoints: the end offsets of the changelog partitions it
-//     wrote. They must be read before the next epoch writes changelog
-//     records — an end offset read later would count them, and a restore
-//     from that checkpoint skip them — so the next commit waits for this
-//     job before it flushes its changelogs (it is long done by then: an
-//     epoch interval later). These jobs have a goroutine of their own, so
-//     that a slow Badger write does not delay them.
-//  2. the Badger write (statestore.Layer.Changes, badgerstore.DB.Apply in
-//     one batch with the checkpoints, once job 1 read them), then
-//     Layer.Drop.
+// With ApplyStateBehind (both engines call it), a goroutine of the
+// runtime (a Behind) then writes each layer into Badger, in commit order,
+// and drops it (statestore.Layer.Changes, badgerstore.DB.Apply,
+// Layer.Drop); otherwise the commit does that itself before it returns.
 //
 // An epoch that commits behind processing (CutBehind, commit_behind.go)
 // freezes its layer pending before its commit — the transaction, or the
@@ -46,10 +48,10 @@ import (
 // discarded; it is never in the applier's queue, so nothing waits for it
 // but a release (waitApplied, until the commit is decided). An
 // at-least-once layer whose offsets were not committed (ErrCommitLater)
-// is kept pending instead (stateLayers.kept), its checkpoints read then,
-// before the next epoch's changelog records; the next commit decides it
-// before its own layer (takeKept), and a task's release drops its stores
-// from it (dropKept) rather than wait for that.
+// is kept pending instead (stateLayers.kept), its checkpoints read then;
+// the next commit decides it before its own layer (takeKept), and a
+// task's release drops its stores from it (dropKept) rather than wait for
+// that.
 //
 // An abort drops the staging layer only: frozen layers are committed and
 // still reach Badger. A task's release waits for the applier before its
@@ -74,13 +76,8 @@ const pendingLayers = 2
 
 // stateLayers is the runtime's side of the layers.
 type stateLayers struct {
-	// behind applies layers behind the commits (job 2 above), and
-	// checkpoints reads their checkpoints (job 1); nil: the commit does
-	// both.
-	behind, checkpoints *Behind
-	// checkpointed is the job number of the newest layer's checkpoints
-	// in checkpoints; the commits serialise it.
-	checkpointed int64
+	// behind applies layers behind the commits; nil: the commit does.
+	behind *Behind
 	// failed is the error of a layer the commit failed to apply (without
 	// behind): it is never applied, so no later one may be either.
 	failed error
@@ -239,12 +236,10 @@ type epochLayer struct {
 	// every output sent before is acknowledged (sendChangelogs), and a
 	// commit that decides the layer after one that failed or was stopped
 	// sends them first. nil once sent.
-	changelog   []taskRecord
+	changelog []taskRecord
+	// checkpoints are read once (checkpoint), when Kafka has the epoch:
+	// nil until then.
 	checkpoints map[badgerstore.StorePartition]badgerstore.Position
-	// checkpointed is the number of the job (in the runtime's
-	// checkpoints) that read checkpoints, once added: a kept layer's is
-	// read when it is kept.
-	checkpointed int64
 }
 
 // taskRecord is a changelog record of a task, held until sent.
@@ -266,7 +261,7 @@ type frozenStore struct {
 // frozen, leaving their Badger write to a goroutine of the runtime (see
 // above). Call it before Prepare.
 func (r *Runtime) ApplyStateBehind() {
-	r.layers.behind, r.layers.checkpoints = NewBehind(pendingLayers), NewBehind(pendingLayers+1)
+	r.layers.behind = NewBehind(pendingLayers)
 }
 
 // StateApplyFailed returns the error of the first layer that did not
@@ -274,9 +269,6 @@ func (r *Runtime) ApplyStateBehind() {
 func (r *Runtime) StateApplyFailed() error {
 	if r.layers.behind == nil {
 		return r.layers.failed
-	}
-	if err := r.layers.checkpoints.Err(); err != nil {
-		return err // the apply jobs after it return it too
 	}
 	return r.layers.behind.Err()
 }
@@ -297,59 +289,33 @@ func (r *Runtime) waitApplied() {
 func (r *Runtime) joinApplier() {
 	if r.layers.behind != nil {
 		_ = r.layers.behind.Join()
-		_ = r.layers.checkpoints.Join()
 	}
-}
-
-// waitCheckpointed waits until the checkpoints of the previous epoch's
-// layer are read: before the epoch's changelog records are written.
-func (r *Runtime) waitCheckpointed() error {
-	if r.layers.behind == nil || r.layers.checkpointed == 0 {
-		return nil
-	}
-	return r.layers.checkpoints.WaitFor(r.layers.checkpointed)
 }
 
 // applyCommitted freezes the epoch's state writes, after its Kafka
 // commit, and applies them to Badger: now, or behind (ApplyStateBehind).
-func (r *Runtime) applyCommitted(ctx context.Context) error {
+func (r *Runtime) applyCommitted() error {
 	l, err := r.freezeStaged(false)
 	if err != nil || l == nil {
 		return err
 	}
-	return r.applyFrozen(ctx, l)
+	return r.applyFrozen(l)
 }
 
-// applyFrozen applies a committed layer to Badger: now, or behind
+// applyFrozen reads the checkpoints of a committed layer, unless they
+// were when it was kept, and applies it to Badger: now, or behind
 // (ApplyStateBehind).
-func (r *Runtime) applyFrozen(ctx context.Context, l *epochLayer) error {
+func (r *Runtime) applyFrozen(l *epochLayer) error {
+	r.checkpoint(l)
 	if r.layers.behind == nil {
-		err := r.checkpoint(ctx, l)
-		if err == nil {
-			err = r.applyLayer(l)
-		}
+		err := r.applyLayer(l)
 		r.layers.failed = err
 		return err
 	}
-	cp := r.checkpointLater(ctx, l)
 	r.layers.behind.Add(func() error {
-		if err := r.layers.checkpoints.WaitFor(cp); err != nil {
-			return err // not written: the next commit and Run return the checkpoint's error
-		}
 		return r.Timed(PhaseStateApplyBehind, nil, func() error { return r.applyLayer(l) })
 	})
 	return nil
-}
-
-// checkpointLater has the layer's checkpoints read behind (job 1 above),
-// unless they were already, and returns the job's number.
-func (r *Runtime) checkpointLater(ctx context.Context, l *epochLayer) int64 {
-	if l.checkpointed == 0 {
-		bctx := context.WithoutCancel(ctx) // a stop does not cut a committed layer short
-		l.checkpointed = r.layers.checkpoints.Add(func() error { return r.checkpoint(bctx, l) })
-		r.layers.checkpointed = l.checkpointed
-	}
-	return l.checkpointed
 }
 
 // freezeStaged freezes every task's staging layers, pending (see
@@ -394,34 +360,36 @@ func (l *epochLayer) discard() {
 	}
 }
 
-// checkpoint reads the changelog end offsets of the logged store
-// partitions the layer writes: how far their committed state will reflect
-// their changelogs once the layer is in Badger.
-func (r *Runtime) checkpoint(ctx context.Context, l *epochLayer) error {
-	dirty := map[string][]int32{}                     // changelog topic -> partitions
-	stores := map[string]string{}                     // changelog topic -> store
-	writers := map[badgerstore.StorePartition]int32{} // their writer generations
+// checkpoint reads the layer's checkpoints, once: for each logged store
+// partition it writes, the offset after this member's last changelog
+// record there that Kafka acknowledged (see above). Called once Kafka has
+// the epoch, before any later epoch's changelog records are sent.
+func (r *Runtime) checkpoint(l *epochLayer) {
+	if l.checkpoints != nil {
+		return
+	}
+	l.checkpoints = map[badgerstore.StorePartition]badgerstore.Position{}
+	acked := r.ackedOffsets()
 	for _, fs := range l.stores {
 		if !fs.spec.Logged {
 			continue
 		}
 		topic := processor.ChangelogTopic(fs.spec.Name).Resolve(r.cfg.ApplicationID)
-		dirty[topic] = append(dirty[topic], fs.partition)
-		stores[topic] = fs.spec.Name
-		writers[badgerstore.StorePartition{Store: fs.spec.Name, Partition: fs.partition}] = fs.writer
-	}
-	l.checkpoints = map[badgerstore.StorePartition]badgerstore.Position{}
-	for topic, parts := range dirty {
-		ends, err := r.EndOffsets(ctx, topic, parts)
-		if err != nil {
-			return fmt.Errorf("runtime: checkpoint %q: %w", topic, err)
-		}
-		for p, end := range ends {
-			sp := badgerstore.StorePartition{Store: stores[topic], Partition: p}
-			l.checkpoints[sp] = badgerstore.Position{Offset: end, Writer: writers[sp]}
+		if next, ok := acked.Next(topic, fs.partition); ok {
+			sp := badgerstore.StorePartition{Store: fs.spec.Name, Partition: fs.partition}
+			l.checkpoints[sp] = badgerstore.Position{Offset: next, Writer: fs.writer}
 		}
 	}
-	return nil
+}
+
+// ackedOffsets are the offsets of the changelog records Kafka
+// acknowledged to this member: the transaction's producers', or the
+// at-least-once producer's.
+func (r *Runtime) ackedOffsets() *kafka.AckedOffsets {
+	if r.txn != nil {
+		return r.txn.sess.Acked()
+	}
+	return r.producer.Acked()
 }
 
 // applyLayer writes the layer's changes into Badger in one batch with its

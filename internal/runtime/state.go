@@ -43,6 +43,9 @@ func (t *Task) openStores(ctx context.Context, specs []statestore.Spec) (statest
 	t.rt.waitApplied()
 	for _, spec := range specs {
 		t.owned = append(t.owned, badgerstore.StorePartition{Store: spec.Name, Partition: t.id.Partition})
+		if spec.Logged { // before the task's first changelog record: its checkpoints (layers.go)
+			t.rt.ackedOffsets().Track(processor.ChangelogTopic(spec.Name).Resolve(t.rt.cfg.ApplicationID))
+		}
 	}
 	t.rt.standby.activate(t.owned)
 	bases := make([]statestore.Store, 0, len(specs))
