@@ -10,8 +10,8 @@
 // whose copy is larger than any producer delivers. Topology (see Build):
 // a copy of every input, and, after a repartition by key, a per-account
 // running sum, count, min and max in a Badger store, emitting the running
-// aggregate. The extended workload (Config.Extended, weir-chaos
-// -extended) adds the same per account and 10 s tumbling window of event
+// aggregate. The extended workload (Config.Extended; weir-chaos runs it
+// unless -extended=false, but for query scenarios) adds the same per account and 10 s tumbling window of event
 // time in a Badger window store, a stream-stream join of each account's
 // even-id records with its odd-id records within 2 s of event time, and
 // the aggregate per account and session (1 s gap) in a Badger session

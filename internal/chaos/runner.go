@@ -73,9 +73,8 @@ type Config struct {
 	// waiting out the dead member's session.
 	Static bool
 	// Extended adds the windowed aggregate, the stream-stream join and
-	// the session aggregate to the workload (Topics.Extended). Off in the
-	// short suite for now: continuous at-least-once fails it on Kafka 4.4
-	// at seed 106694 (docs/guarantees.md, "Known gap").
+	// the session aggregate to the workload (Topics.Extended); weir-chaos
+	// runs it but for query scenarios.
 	Extended bool
 }
 
