@@ -41,10 +41,9 @@ import (
 // An epoch that commits behind processing (CutBehind, commit_behind.go)
 // freezes its layer pending before its commit — the transaction, or the
 // flush and the offset commit — is decided: its task reads it, queries
-// (committedView) do not; once the epoch committed it is marked committed
-// and the two jobs follow as for any layer, its checkpoints read before
-// the next epoch is cut (and so before its changelog records are
-// written). If the epoch aborts or rewinds, the pending layer is
+// (committedView) do not; once the epoch committed it is marked
+// committed, its checkpoints read and its Badger write queued as for any
+// layer. If the epoch aborts or rewinds, the pending layer is
 // discarded; it is never in the applier's queue, so nothing waits for it
 // but a release (waitApplied, until the commit is decided). An
 // at-least-once layer whose offsets were not committed (ErrCommitLater)
@@ -64,7 +63,7 @@ import (
 // and the next commit — or Run's end — returns the error.
 
 // PhaseStateApplyBehind is the applier's write of one layer into Badger,
-// checkpoints read before it, while processing goes on (ApplyStateBehind);
+// with its checkpoints, while processing goes on (ApplyStateBehind);
 // the commit's own share — freezing the layers, waiting for the
 // applier — is PhaseStateApply.
 const PhaseStateApplyBehind = "state_apply_behind"
