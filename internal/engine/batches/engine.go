@@ -49,6 +49,10 @@ type Engine struct {
 	// them, at sizesAt (storeSizesEvery).
 	sizes   []microbatch.StoreProgress
 	sizesAt time.Time
+	// commitLater is set while the offsets of a batch are not committed
+	// (runtime.ErrCommitLater): the next batch's commit carries them, or,
+	// when no batch comes, commitAgain (batch.go).
+	commitLater bool
 }
 
 // New returns an engine for the runtime, logging batches to wal.
@@ -252,6 +256,12 @@ func (e *Engine) session(ctx context.Context) (bool, error) {
 			return false, err
 		}
 		if len(plan.Ranges) == 0 {
+			if err := e.commitAgain(ctx, srcs); err != nil {
+				if ctx.Err() != nil {
+					return false, nil
+				}
+				return false, err
+			}
 			if bounded(e.cfg.Trigger) && len(srcs) > 0 {
 				switch done, err := e.finished(ctx, srcs); {
 				case err != nil && ctx.Err() == nil:
