@@ -11,19 +11,14 @@ import (
 // this producer's own records end, whoever else writes to the partition.
 // The runtime checkpoints its stores with it (a checkpoint read as the
 // changelog's end could count another member's records). The producers
-// note every acknowledged record; an untracked topic's cost one map
-// lookup. The zero value is ready; it is safe for concurrent use.
+// note every acknowledged record; one of an untracked topic costs a
+// map lookup. The zero value is ready; it is safe for concurrent use.
 type AckedOffsets struct {
 	// tracked is the set of tracked topics, copied on write.
 	tracked atomic.Pointer[map[string]struct{}]
 	trackMu sync.Mutex
 	mu      sync.Mutex
-	next    map[ackedPartition]int64
-}
-
-type ackedPartition struct {
-	topic     string
-	partition int32
+	next    map[topicPartition]int64
 }
 
 // Track makes a keep the acknowledged offsets of topic from now on.
@@ -61,9 +56,9 @@ func (a *AckedOffsets) Note(topic string, partition int32, offset int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.next == nil {
-		a.next = map[ackedPartition]int64{}
+		a.next = map[topicPartition]int64{}
 	}
-	k := ackedPartition{topic, partition}
+	k := topicPartition{topic, partition}
 	if next, ok := a.next[k]; !ok || offset+1 > next {
 		a.next[k] = offset + 1
 	}
@@ -75,6 +70,6 @@ func (a *AckedOffsets) Note(topic string, partition int32, offset int64) {
 func (a *AckedOffsets) Next(topic string, partition int32) (int64, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	next, ok := a.next[ackedPartition{topic, partition}]
+	next, ok := a.next[topicPartition{topic, partition}]
 	return next, ok
 }
