@@ -252,9 +252,8 @@ func (p *Producer) handHeldAtClose() {
 func (p *Producer) drainSuccesses() {
 	defer p.drained.Done()
 	for msg := range p.ap.Successes() {
-		seq, _ := msg.Metadata.(uint64)
 		p.acked.Note(msg.Topic, msg.Partition, msg.Offset)
-		p.t.complete(seq, nil)
+		p.delivered(msg, nil)
 	}
 }
 
@@ -264,16 +263,15 @@ func (p *Producer) drainErrors() {
 		if pe == nil {
 			continue
 		}
-		var err error
-		seq := uint64(0)
-		if pe.Msg != nil {
-			seq, _ = pe.Msg.Metadata.(uint64)
-			err = &PartitionError{Topic: pe.Msg.Topic, Partition: pe.Msg.Partition, Err: p.why.explain(pe.Msg.Topic, pe.Err)}
-		} else {
-			err = fmt.Errorf("kafka: produce: %w", pe.Err)
+		if pe.Msg == nil {
+			err := fmt.Errorf("kafka: produce: %w", pe.Err)
+			p.log.Warn("kafka: delivery failed", "err", err)
+			p.t.complete(0, err)
+			continue
 		}
+		err := &PartitionError{Topic: pe.Msg.Topic, Partition: pe.Msg.Partition, Err: p.why.explain(pe.Msg.Topic, pe.Err)}
 		p.log.Warn("kafka: delivery failed", "err", err)
-		p.t.complete(seq, err)
+		p.delivered(pe.Msg, err)
 	}
 }
 

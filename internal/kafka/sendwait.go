@@ -1,0 +1,99 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/IBM/sarama"
+)
+
+// SendWait sends recs and waits until each is acknowledged or has failed,
+// and returns the first failure among them (a *PartitionError naming the
+// partition), or ctx's error if it is done first. Their failures are
+// theirs alone: no Flush reports them, and SendWait reports no other
+// record's. It is for records a caller needs in Kafka before it goes on
+// (a task's changelog markers) while other callers flush the producer for
+// their own: a failure one Flush took was then missing from the next, and
+// an epoch whose output had failed could commit its offsets.
+func (p *Producer) SendWait(ctx context.Context, recs ...Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	w := &ownDeliveries{left: len(recs), done: make(chan struct{})}
+	if err := p.sendOwn(ctx, w, recs); err != nil {
+		return err
+	}
+	select {
+	case <-w.done:
+		return w.err
+	case <-ctx.Done():
+		return fmt.Errorf("kafka: send: %w", ctx.Err())
+	}
+}
+
+// sendOwn hands recs to sarama as w's, after what the hold has (so that
+// they keep their place in their partitions).
+func (p *Producer) sendOwn(ctx context.Context, w *ownDeliveries, recs []Record) error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return fmt.Errorf("kafka: send: %w", ErrClosed)
+	}
+	if err := p.handHeld(ctx); err != nil {
+		return fmt.Errorf("kafka: send: %w", err)
+	}
+	for _, r := range recs {
+		if r.Topic == "" {
+			return fmt.Errorf("%w: record without topic", ErrConfig)
+		}
+		msg := MessageFromRecord(r)
+		own := &ownRecord{seq: p.t.register(), of: w}
+		msg.Metadata = own
+		if err := p.input(ctx, msg); err != nil {
+			p.t.complete(own.seq, nil)
+			return fmt.Errorf("kafka: send to %q: %w", r.Topic, err)
+		}
+	}
+	return nil
+}
+
+// ownRecord is the sarama Metadata of a record SendWait sent: its
+// sequence number, and the deliveries it reports to.
+type ownRecord struct {
+	seq uint64
+	of  *ownDeliveries
+}
+
+// ownDeliveries collects the outcomes of one SendWait's records.
+type ownDeliveries struct {
+	mu   sync.Mutex
+	left int
+	err  error
+	done chan struct{}
+}
+
+func (w *ownDeliveries) complete(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	if w.left--; w.left == 0 {
+		close(w.done)
+	}
+}
+
+// delivered records the outcome of msg (err nil: acknowledged) with the
+// tracker, or with its SendWait if it is one of those.
+func (p *Producer) delivered(msg *sarama.ProducerMessage, err error) {
+	switch m := msg.Metadata.(type) {
+	case *ownRecord:
+		p.t.complete(m.seq, nil)
+		m.of.complete(err)
+	case uint64:
+		p.t.complete(m, err)
+	default:
+		p.t.complete(0, err)
+	}
+}
