@@ -17,8 +17,9 @@ import (
 // go back to the last committed offsets and drop its state — engines do
 // that by ending the group session (claims restart at the committed
 // offsets) and releasing the tasks (state is restored from the committed
-// changelog). Under at-least-once Commit returns it only when the member
-// was removed from the group (see Commit).
+// changelog). Under at-least-once Commit returns it when the member was
+// removed from the group, or when an output was not delivered for a cause
+// that heals (see Commit).
 var ErrRewind = errors.New("runtime: epoch not committed; rewind to the committed offsets")
 
 // Positions are the next offsets to process, per partition.
@@ -28,9 +29,11 @@ type Positions map[offsets.TopicPartition]int64
 // together with the consumer offsets in positions, for the member session s.
 //
 // At-least-once: the producer is flushed (every output acknowledged), then
-// the offsets are committed. A delivery failure is returned (fatal: the
-// offsets stay uncommitted, so a restart processes those records again); a
-// failed offset commit wraps ErrCommitLater: the engine reports it and the
+// the offsets are committed. An output the producer gave up on wraps
+// ErrRewind (the offsets stay uncommitted and the engine processes those
+// records again, see flushOutputs) unless no retry can ever deliver it,
+// which is fatal (explainOutput); a failed offset commit wraps
+// ErrCommitLater: the engine reports it and the
 // next Commit carries the offsets. The staged state is then kept, not
 // applied: the usual cause is a rebalance, and a member that lost its
 // partitions (stalled past its session timeout, say) must not write its
@@ -110,7 +113,11 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 		return err
 	}
 	if err := r.outputsThenChangelogs(ctx, ph, kept); err != nil {
-		r.layers.keep(kept...)
+		if errors.Is(err, ErrRewind) {
+			discardLayers(kept)
+		} else {
+			r.layers.keep(kept...)
+		}
 		return r.flushFailed(ctx, err)
 	}
 	err := r.commitKafka(ctx, positions, s, ph)
@@ -135,15 +142,19 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 }
 
 // flushFailed settles a flush before the commit that failed (record
-// caches, changelogs): under exactly-once an output the transaction
-// refused aborts it (ErrRewind) and drops the epoch's state, caches
-// included; otherwise err is returned and nothing is committed.
+// caches, outputs, changelogs): one that rewinds (ErrRewind) drops the
+// epoch's state, caches included — under exactly-once the output the
+// transaction refused aborts it, under at-least-once an output the
+// producer gave up on (flushOutputs). Otherwise err is returned and
+// nothing is committed.
 func (r *Runtime) flushFailed(ctx context.Context, err error) error {
-	if errors.Is(err, ErrRewind) && r.txn != nil {
-		r.dropStaged()
+	if !errors.Is(err, ErrRewind) {
+		return err
+	}
+	r.dropStaged()
+	if r.txn != nil {
 		err = r.txn.recover(ctx, err)
 		r.txn.held.clear()
-		return err
 	}
 	return err
 }
@@ -174,15 +185,38 @@ func (r *Runtime) outputsThenChangelogs(ctx context.Context, ph *Phases, kept []
 }
 
 // flushOutputs waits until every record sent to the at-least-once
-// producer is acknowledged; a delivery no retry makes is fatal.
+// producer is acknowledged. A record no retry can deliver (explainOutput)
+// is fatal. One the producer gave up on for a cause that heals rewinds
+// (ErrRewind): sarama gives a record back at once, retries left or not,
+// when the connection to a partition's leader broke and no new leader is
+// known yet — a broker killed while the controller elects (the
+// reliability suite on the three-broker cluster: "broker not connected",
+// 20 s into an outage its retries would have outlasted) — and an epoch
+// with an output missing must not commit. The epoch is not committed, so
+// the engine goes back to the committed offsets, drops the state staged
+// since and restores it, as a restart would, without stopping the
+// application. Rewinds in a row back off as exactly-once's do
+// (rewindBackoff).
 func (r *Runtime) flushOutputs(ctx context.Context) error {
-	if err := r.producer.Flush(ctx); err != nil {
-		if fatal := r.explainOutput(ctx, err); fatal != nil {
-			return r.failing(fmt.Errorf("runtime: flush outputs: %w", fatal))
-		}
-		return fmt.Errorf("runtime: flush outputs: %w", err)
+	err := r.producer.Flush(ctx)
+	if err == nil {
+		r.deliveryRewinds.Store(0)
+		return nil
 	}
-	return nil
+	if fatal := r.explainOutput(ctx, err); fatal != nil {
+		return r.failing(fmt.Errorf("runtime: flush outputs: %w", fatal))
+	}
+	var pe *kafka.PartitionError
+	if !errors.As(err, &pe) {
+		return fmt.Errorf("runtime: flush outputs: %w", err) // ctx is done: nothing failed
+	}
+	n := int(r.deliveryRewinds.Add(1))
+	wait := rewindBackoff(n)
+	_ = kafka.Pause(ctx, wait) // a stop rewinds at once: the engine ends anyway
+	if n > 1 {
+		return fmt.Errorf("%w: an output was not delivered (%d in a row; retried after %v): %w", ErrRewind, n, wait, err)
+	}
+	return fmt.Errorf("%w: an output was not delivered: %w", ErrRewind, err)
 }
 
 func (r *Runtime) commitKafka(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) error {

@@ -22,8 +22,8 @@ import (
 //
 // At-least-once with state, applied behind (ApplyStateBehind): the cut
 // flushes the record caches; once every output sent so far is
-// acknowledged, it checks the membership (checkMembership), waits for the
-// previous layer's checkpoints and sends the changelog records — if the
+// acknowledged, it checks the membership (checkMembership) and sends the
+// changelog records — if the
 // outputs take longer than cutOutputsWait, it takes the records from the
 // tasks without sending them (holdChangelogs), for the commit behind
 // (outputsAckedSoon). Then it freezes the staged state into a pending
@@ -33,9 +33,10 @@ import (
 // before them are acknowledged (sendChangelogs), then flushes the
 // producer — every output and changelog record of the epoch, and those
 // the claims sent since — and commits the offsets, then marks the layer
-// committed and hands it to the applier (layers.go). A delivery failure
-// (fatal) or a member removed from its group (ErrRewind) discards the
-// pending layer, and the kept ones; after ErrRewind, RewindBehind drops
+// committed and hands it to the applier (layers.go). An undelivered
+// output (ErrRewind, or fatal if no retry can deliver it: see
+// flushOutputs) or a member removed from its group (ErrRewind) discards
+// the pending layer, and the kept ones; after ErrRewind, RewindBehind drops
 // the state staged since the cut. A failed offset commit
 // (ErrCommitLater), or one a stop cut short, keeps the layer pending, its
 // checkpoints read and its records not sent yet: the next commit, behind
@@ -226,9 +227,9 @@ func (r *Runtime) outputsAckedSoon(ctx context.Context, ph *Phases, pending int)
 // record that fails when sent does not fail this epoch, which committed:
 // it dooms the next (the next CutBehind or Commit rewinds).
 //
-// Its errors are Commit's: a delivery failure (fatal), ErrCommitLater,
-// ErrRewind when the member was removed from the group or the transaction
-// aborted (then call RewindBehind under the barrier). Calls must not
+// Its errors are Commit's: an output no retry delivers (fatal),
+// ErrCommitLater, ErrRewind when an output was not delivered, the member
+// was removed from the group or the transaction aborted (then call RewindBehind under the barrier). Calls must not
 // overlap one another or a Commit.
 func (r *Runtime) CommitBehind(ctx context.Context, c *EpochCut, s kafka.Session, ph *Phases) error {
 	if ph == nil {

@@ -130,6 +130,9 @@ type Runtime struct {
 	// check that succeeded was sent (see checkMembership); Commit's
 	// callers serialise it.
 	aliveAt time.Time
+	// deliveryRewinds counts the at-least-once rewinds in a row that an
+	// undelivered output caused (flushOutputs).
+	deliveryRewinds atomic.Int32
 }
 
 // Output is where tasks write their records.

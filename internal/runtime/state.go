@@ -96,19 +96,18 @@ func (t *Task) claimChangelogs(ctx context.Context, specs []statestore.Spec) err
 		return nil
 	}
 	var logged []statestore.Spec
+	var markers []kafka.Record
 	for _, spec := range specs {
 		if spec.Logged {
 			topic := processor.ChangelogTopic(spec.Name).Resolve(t.rt.cfg.ApplicationID)
-			if err := t.rt.producer.Send(ctx, markerRecord(topic, t.id.Partition, t.writer)); err != nil {
-				return fmt.Errorf("runtime: task %s: changelog marker: %w", t.id, err)
-			}
+			markers = append(markers, markerRecord(topic, t.id.Partition, t.writer))
 			logged = append(logged, spec)
 		}
 	}
 	if len(logged) == 0 {
 		return nil
 	}
-	if err := t.rt.producer.Flush(ctx); err != nil {
+	if err := t.writeMarkers(ctx, markers); err != nil {
 		return fmt.Errorf("runtime: task %s: changelog marker: %w", t.id, err)
 	}
 	for _, spec := range logged {
@@ -117,6 +116,30 @@ func (t *Task) claimChangelogs(ctx context.Context, specs []statestore.Spec) err
 		}
 	}
 	return nil
+}
+
+// writeMarkers sends the markers and waits for them alone
+// (Producer.SendWait: a Flush here could take the failure of another
+// task's output, which that task's epoch must see). A marker the
+// producer gave up on for a cause that heals — its partition's leader
+// being elected, say — is sent again, backing off, until the claim ends;
+// sending one twice is harmless (the same generation). One no retry
+// delivers is returned.
+func (t *Task) writeMarkers(ctx context.Context, markers []kafka.Record) error {
+	for attempt := 0; ; attempt++ {
+		err := t.rt.producer.SendWait(ctx, markers...)
+		var pe *kafka.PartitionError
+		if err == nil || !errors.As(err, &pe) || ctx.Err() != nil {
+			return err
+		}
+		if fatal := t.rt.explainOutput(ctx, err); fatal != nil {
+			return fatal
+		}
+		t.rt.log.Warn("weir: changelog marker not delivered; sending it again", "task", t.id.String(), "err", err)
+		if err := kafka.Pause(ctx, kafka.Backoff(attempt)); err != nil {
+			return err
+		}
+	}
 }
 
 func (r *Runtime) stagingLimit() int64 {
