@@ -255,8 +255,16 @@ func (r *Runtime) Logger() *slog.Logger { return r.log }
 // Now reads the runtime's clock.
 func (r *Runtime) Now() time.Time { return r.cfg.Clock() }
 
-// Close closes the producer (reporting deliveries no Flush reported) and
-// the admin client. Tasks must have been released.
+// Close closes the producer and the admin client. Tasks must have been
+// released.
+//
+// Records the producer had not delivered when it closed — a stop that
+// came while they waited in its retries, which sarama then fails — are
+// logged, not returned: every commit flushes the producer before its
+// offsets, so they are outputs of work whose offsets were never
+// committed, which the next start processes again (a stop during a
+// broker outage on the three-broker cluster exited with "message
+// received by producer in process of shutting down" otherwise).
 func (r *Runtime) Close() error {
 	r.stopBg()
 	r.bg.Wait()
@@ -267,7 +275,10 @@ func (r *Runtime) Close() error {
 		txnErr = r.txn.close(ctx)
 		cancel()
 	}
-	return errors.Join(txnErr, r.producer.Close(), r.admin.Close(), r.db.Close())
+	if err := r.producer.Close(); err != nil {
+		r.log.Warn("weir: outputs of work not committed were not delivered before the stop; the next start processes that work again", "err", err)
+	}
+	return errors.Join(txnErr, r.admin.Close(), r.db.Close())
 }
 
 // ApplicationID returns the application id.

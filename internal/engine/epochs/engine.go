@@ -192,7 +192,18 @@ func (e *Engine) lastEpoch(ctx context.Context) error {
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lastEpochTimeout)
 	defer cancel()
-	return e.endEpoch(lctx, s, false)
+	err := e.endEpoch(lctx, s, false)
+	if err == nil || lctx.Err() == nil || errors.Is(err, runtime.ErrOutputFatal) {
+		return err
+	}
+	// Its outputs did not reach Kafka in time (a broker outage): nothing
+	// of the epoch is committed, and the next owners process it again —
+	// not the application's failure. Nor may the claims' own last commits
+	// wait out the same outage: every claim rewinds and returns at once,
+	// and the producer's close fails what it still holds.
+	e.barrier.Lock()
+	defer e.barrier.Unlock()
+	return e.abortLocked(lctx, fmt.Errorf("%w: the last epoch did not commit within %v: %w", runtime.ErrRewind, lastEpochTimeout, err))
 }
 
 // lastEpochTimeout bounds lastEpoch.
@@ -222,6 +233,11 @@ func (e *Engine) Claim(ctx context.Context, c kafka.Claim, task *runtime.Task) e
 			}
 		}
 		if !open {
+			select {
+			case <-rewind:
+				return nil // the last epoch rewound (lastEpoch): nothing to commit
+			default:
+			}
 			return e.cutOff(ctx, tp, e.endEpoch(ctx, c, false), rewind)
 		}
 		e.barrier.RLock()
