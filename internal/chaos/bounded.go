@@ -80,7 +80,7 @@ func (s *scenario) drainBounded(ctx context.Context, v *verifier) error {
 			case m.running():
 				running++
 			case m.p.err != nil:
-				return fmt.Errorf("chaos: AvailableNow member %s failed: %w (see %s)", m.name, m.p.err, m.p.log.Name())
+				return fmt.Errorf("chaos: AvailableNow member %s failed: %w (%s)", m.name, m.p.err, m.p.lastWords())
 			}
 		}
 		if running == 0 {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -184,7 +185,7 @@ func (p *proc) stop(d time.Duration) error {
 	select {
 	case <-p.done:
 		if p.err != nil {
-			return fmt.Errorf("chaos: graceful stop of pid %d: %w (see its log %s)", p.cmd.Process.Pid, p.err, p.log.Name())
+			return fmt.Errorf("chaos: graceful stop of pid %d: %w (%s)", p.cmd.Process.Pid, p.err, p.lastWords())
 		}
 		return nil
 	case <-time.After(d):
@@ -198,6 +199,22 @@ func (p *proc) stop(d time.Duration) error {
 		}
 		return fmt.Errorf("chaos: pid %d did not stop within %v of SIGTERM; its goroutines are in its log %s", p.cmd.Process.Pid, d, p.log.Name())
 	}
+}
+
+// lastWords names the child's log and quotes its last line — a child
+// that failed ends it with Run's error — so that a failed scenario's
+// report (all CI keeps) says why.
+func (p *proc) lastWords() string {
+	b, err := os.ReadFile(p.log.Name())
+	if err != nil {
+		return "see its log " + p.log.Name()
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	last := lines[len(lines)-1]
+	if len(last) > 600 {
+		last = last[:600] + "…"
+	}
+	return fmt.Sprintf("its log %s ends: %q", p.log.Name(), last)
 }
 
 func (p *proc) stall()  { _ = p.cmd.Process.Signal(syscall.SIGSTOP); p.stalled = true }

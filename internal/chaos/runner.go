@@ -459,7 +459,7 @@ func (s *scenario) down(m *member) {
 func (s *scenario) checkMembers() error {
 	for _, m := range s.members {
 		if m.p != nil && m.p.exited() {
-			return fmt.Errorf("chaos: member %s exited by itself: %v (see %s)", m.name, m.p.err, m.p.log.Name())
+			return fmt.Errorf("chaos: member %s exited by itself: %v (%s)", m.name, m.p.err, m.p.lastWords())
 		}
 	}
 	return nil
