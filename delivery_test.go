@@ -26,18 +26,10 @@ import (
 // three-broker cluster: "broker not connected", seeds 817094, 801395).
 // Under at-least-once the counts may then count a word twice, never less.
 func TestUndeliveredOutputRewinds(t *testing.T) {
-	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
-		env.RequireKfake(t)
-		for _, mode := range []string{"continuous", "micro-batch"} {
-			t.Run(mode, func(t *testing.T) { testUndeliveredOutputRewinds(t, env, mode) })
-		}
-	})
+	inBothModes(t, testUndeliveredOutputRewinds)
 }
 
-func testUndeliveredOutputRewinds(t *testing.T, env *kafkatest.Env, mode string) {
-	in, out := kafkatest.Topic(t), kafkatest.Topic(t)
-	kafkatest.CreateTopic(t, env, in, 4)
-	kafkatest.CreateTopic(t, env, out, 4)
+func testUndeliveredOutputRewinds(t *testing.T, env *kafkatest.Env, in, out string, opts []weir.Option) {
 	vocab := []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta"}
 	want := map[string]int64{}
 	produceLines(t, env, in, 0, 300, vocab, want)
@@ -61,10 +53,6 @@ func testUndeliveredOutputRewinds(t *testing.T, env *kafkatest.Env, mode string)
 		return nil, errors.New("test: the output's leader died"), true
 	})
 
-	opts := []weir.Option{weir.WithGuarantee(weir.AtLeastOnce)}
-	if mode == "micro-batch" {
-		opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: 50}))
-	}
 	inst := startInstance(t, wordCountTopology(t, in, out), env, kafkatest.GroupID(t), opts...)
 	require.Eventually(t, broken.Load, 30*time.Second, 10*time.Millisecond, "no output was produced")
 	time.Sleep(4 * time.Second) // the outage, and sarama giving the records up
@@ -76,6 +64,26 @@ func testUndeliveredOutputRewinds(t *testing.T, env *kafkatest.Env, mode string)
 	produceLines(t, env, in, 300, 300, vocab, want)
 	waitForCountsAtLeast(t, env, out, want)
 	require.NoError(t, inst.stop(t))
+}
+
+// inBothModes runs test on kfake in each engine, at-least-once, with an
+// input and an output topic of 4 partitions each.
+func inBothModes(t *testing.T, test func(t *testing.T, env *kafkatest.Env, in, out string, opts []weir.Option)) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		env.RequireKfake(t)
+		for _, mode := range []string{"continuous", "micro-batch"} {
+			t.Run(mode, func(t *testing.T) {
+				in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+				kafkatest.CreateTopic(t, env, in, 4)
+				kafkatest.CreateTopic(t, env, out, 4)
+				opts := []weir.Option{weir.WithGuarantee(weir.AtLeastOnce)}
+				if mode == "micro-batch" {
+					opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: 50}))
+				}
+				test(t, env, in, out, opts)
+			})
+		}
+	})
 }
 
 // writesTo reports whether a Produce request carries records for topic.
@@ -98,27 +106,13 @@ func writesTo(req *kmsg.ProduceRequest, topic string) bool {
 // outage exited with status 1), or, in continuous mode, the last epoch's
 // "context deadline exceeded" after 67 s.
 func TestStopWhileOutputsRetryIsGraceful(t *testing.T) {
-	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
-		env.RequireKfake(t)
-		for _, mode := range []string{"continuous", "micro-batch"} {
-			t.Run(mode, func(t *testing.T) { testStopWhileOutputsRetry(t, env, mode) })
-		}
-	})
+	inBothModes(t, testStopWhileOutputsRetry)
 }
 
-func testStopWhileOutputsRetry(t *testing.T, env *kafkatest.Env, mode string) {
-	in, out := kafkatest.Topic(t), kafkatest.Topic(t)
-	kafkatest.CreateTopic(t, env, in, 4)
-	kafkatest.CreateTopic(t, env, out, 4)
-	want := map[string]int64{}
-	produceLines(t, env, in, 0, 200, []string{"alpha", "beta", "gamma"}, want)
-
+func testStopWhileOutputsRetry(t *testing.T, env *kafkatest.Env, in, out string, opts []weir.Option) {
+	produceLines(t, env, in, 0, 200, []string{"alpha", "beta", "gamma"}, map[string]int64{})
 	refused := env.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: out, Err: kerr.NotLeaderForPartition, Count: -1})
 	defer refused.Remove()
-	opts := []weir.Option{weir.WithGuarantee(weir.AtLeastOnce)}
-	if mode == "micro-batch" {
-		opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: 50}))
-	}
 	inst := startInstance(t, wordCountTopology(t, in, out), env, kafkatest.GroupID(t), opts...)
 	require.Eventually(t, func() bool { return refused.Hits() >= 3 }, 30*time.Second, 10*time.Millisecond,
 		"the outputs were not refused")
