@@ -47,6 +47,8 @@ func (p *Producer) sendOwn(ctx context.Context, w *ownDeliveries, recs []Record)
 		if r.Topic == "" {
 			return fmt.Errorf("%w: record without topic", ErrConfig)
 		}
+	}
+	for _, r := range recs {
 		msg := MessageFromRecord(r)
 		own := &ownRecord{seq: p.t.register(), of: w}
 		msg.Metadata = own

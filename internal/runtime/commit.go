@@ -203,12 +203,12 @@ func (r *Runtime) flushOutputs(ctx context.Context) error {
 		r.deliveryRewinds.Store(0)
 		return nil
 	}
-	if fatal := r.explainOutput(ctx, err); fatal != nil {
+	heals, fatal := r.undelivered(ctx, err)
+	if fatal != nil {
 		return r.failing(fmt.Errorf("runtime: flush outputs: %w", fatal))
 	}
-	var pe *kafka.PartitionError
-	if !errors.As(err, &pe) {
-		return fmt.Errorf("runtime: flush outputs: %w", err) // ctx is done: nothing failed
+	if !heals {
+		return fmt.Errorf("runtime: flush outputs: %w", err)
 	}
 	n := int(r.deliveryRewinds.Add(1))
 	wait := rewindBackoff(n)

@@ -229,8 +229,9 @@ func (r *Runtime) outputsAckedSoon(ctx context.Context, ph *Phases, pending int)
 //
 // Its errors are Commit's: an output no retry delivers (fatal),
 // ErrCommitLater, ErrRewind when an output was not delivered, the member
-// was removed from the group or the transaction aborted (then call RewindBehind under the barrier). Calls must not
-// overlap one another or a Commit.
+// was removed from the group or the transaction aborted (then call
+// RewindBehind under the barrier). Calls must not overlap one another or
+// a Commit.
 func (r *Runtime) CommitBehind(ctx context.Context, c *EpochCut, s kafka.Session, ph *Phases) error {
 	if ph == nil {
 		ph = &Phases{}

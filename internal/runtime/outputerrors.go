@@ -43,3 +43,16 @@ func (r *Runtime) explainOutput(ctx context.Context, cause error) error {
 	}
 	return nil
 }
+
+// undelivered sorts a delivery failure of the at-least-once producer: an
+// output no retry can deliver returns the error to stop with
+// (explainOutput); one that heals — a record the producer gave up on, as
+// sarama does at once while its partition has no leader — reports
+// heals. Anything else (ctx done: nothing failed) is neither.
+func (r *Runtime) undelivered(ctx context.Context, err error) (heals bool, fatal error) {
+	if fatal := r.explainOutput(ctx, err); fatal != nil {
+		return false, fatal
+	}
+	var pe *kafka.PartitionError
+	return errors.As(err, &pe), nil
+}

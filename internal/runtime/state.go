@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -128,12 +129,11 @@ func (t *Task) claimChangelogs(ctx context.Context, specs []statestore.Spec) err
 func (t *Task) writeMarkers(ctx context.Context, markers []kafka.Record) error {
 	for attempt := 0; ; attempt++ {
 		err := t.rt.producer.SendWait(ctx, markers...)
-		var pe *kafka.PartitionError
-		if err == nil || !errors.As(err, &pe) || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil {
 			return err
 		}
-		if fatal := t.rt.explainOutput(ctx, err); fatal != nil {
-			return fatal
+		if heals, fatal := t.rt.undelivered(ctx, err); !heals {
+			return cmp.Or(fatal, err)
 		}
 		t.rt.log.Warn("weir: changelog marker not delivered; sending it again", "task", t.id.String(), "err", err)
 		if err := kafka.Pause(ctx, kafka.Backoff(attempt)); err != nil {
