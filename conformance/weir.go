@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/weirstream/weir/processor"
@@ -35,128 +34,88 @@ func Topology(s *Script) (*topology.Topology, Decoder, error) {
 // ("in", "left", "right", "out") and store name, so that several scripts
 // can run in one application.
 func Build(b *topology.Builder, s *Script, prefix string) (Decoder, error) {
-	str := serde.String()
-	input := func(topic string) topology.Stream[string, string] {
-		in := topology.NewStream(b, prefix+topic, str, str)
-		if s.Filter != nil {
-			drop := *s.Filter
-			in = in.Filter(func(_, v string) bool { return v != drop })
-		}
-		return in
-	}
-	grouped := func(in topology.Stream[string, string]) topology.Grouped[string, string] {
-		if s.Rekey {
-			return topology.GroupBy(in, firstChar)
-		}
-		return in.GroupByKey()
-	}
-	// Kafka Streams hands a time-windowed or session reducer a null value,
-	// which Java's string concatenation prints as "null"; weir hands it V's
-	// zero value. No script has an empty value, so "" stands for null.
-	concat := func(a, v string) string {
-		if v == "" {
-			v = "null"
-		}
-		return a + "," + v
-	}
-	var opts []topology.Option
-	if s.Final != "" {
-		opts = append(opts, topology.EmitFinal())
-	}
-	windowed := false
-	valueIsCount := s.Agg == "" || s.Agg == "count"
-	switch s.Op {
-	case "aggregate":
-		g := grouped(input("in"))
-		if valueIsCount {
-			g.Count(topology.Materialized(prefix + "agg")).ToStream().To(prefix + "out")
-		} else {
-			g.Reduce(concat, topology.Materialized(prefix+"agg")).ToStream().To(prefix + "out")
-		}
-	case "tumbling", "hopping", "sliding":
-		windowed = true
-		var w topology.Windows
-		switch s.Op {
-		case "tumbling":
-			w = topology.TumblingWindows(ms(s.Size))
-		case "hopping":
-			w = topology.HoppingWindows(ms(s.Size), ms(s.Advance))
-		default:
-			w = topology.SlidingWindows(ms(s.Size))
-		}
-		wg := topology.WindowedBy(grouped(input("in")), w.WithGrace(ms(s.Grace)))
-		opts = append(opts, topology.Materialized(prefix+"win"))
-		if valueIsCount {
-			wg.Count(opts...).ToStream().To(prefix + "out")
-		} else {
-			wg.Reduce(concat, opts...).ToStream().To(prefix + "out")
-		}
-	case "session":
-		windowed = true
-		sg := topology.SessionWindowedBy(grouped(input("in")), topology.SessionWindowsWithGap(ms(s.Gap)).WithGrace(ms(s.Grace)))
-		if valueIsCount {
-			sg.Count(topology.Materialized(prefix + "sess")).ToStream().To(prefix + "out")
-		} else {
-			sg.Reduce(concat, topology.Materialized(prefix+"sess")).ToStream().To(prefix + "out")
-		}
-	case "stream-table", "stream-table-left":
-		valueIsCount = false
-		left := input("left")
-		if s.Rekey {
-			left = topology.SelectKey(left, firstChar)
-		}
-		right := topology.NewTable(b, prefix+"right", str, str, topology.Materialized(prefix+"right-store"))
-		if s.Op == "stream-table" {
-			topology.Join(left, right, func(_, v, vt string) string { return v + "+" + vt }).To(prefix + "out")
-		} else {
-			topology.LeftJoin(left, right, func(_, v, vt string, found bool) string {
-				if !found {
-					vt = "null"
-				}
-				return v + "+" + vt
-			}).To(prefix + "out")
-		}
-	case "table-table":
-		valueIsCount = false
-		left := topology.NewTable(b, prefix+"left", str, str, topology.Materialized(prefix+"left-store"))
-		right := topology.NewTable(b, prefix+"right", str, str, topology.Materialized(prefix+"right-store"))
-		topology.JoinTables(left, right, func(_, v1, v2 string) string { return v1 + "+" + v2 }).ToStream().To(prefix + "out")
-	case "stream-stream":
-		valueIsCount = false
-		jw := topology.JoinTimeDifference(ms(s.Before)).WithGrace(ms(s.Grace))
-		if s.After != nil {
-			jw = jw.WithAfter(ms(*s.After))
-		}
-		topology.JoinStreams(input("left"), input("right"), func(_, v1, v2 string) string { return v1 + "+" + v2 }, jw).To(prefix + "out")
-	case "stateless":
-		valueIsCount = false
-		words := topology.FlatMapValues(input("in"), func(v string) []string { return strings.Split(v, ",") })
-		topology.MapValues(words, strings.ToUpper).To(prefix + "out")
-	case "merge":
-		valueIsCount = false
-		input("left").Merge(input("right")).To(prefix + "out")
-	case "table-filter", "table-mapvalues":
-		valueIsCount = false
-		t := topology.NewTable(b, prefix+"in", str, str, topology.Materialized(prefix+"in-store"))
-		if s.Op == "table-filter" {
-			drop := ""
-			if s.Filter != nil {
-				drop = *s.Filter
-			}
-			var fopts []topology.Option
-			if s.Materialize {
-				fopts = append(fopts, topology.Materialized(prefix+"filtered"))
-			}
-			t = t.Filter(func(_, v string) bool { return v != drop }, fopts...)
-		} else {
-			t = topology.MapTableValues(t, func(_, v string) string { return v + "!" })
-		}
-		t.ToStream().To(prefix + "out")
-	default:
+	build, ok := ops[s.Op]
+	if !ok {
 		return nil, fmt.Errorf("conformance: %s: unknown op %q", s.Path, s.Op)
 	}
-	ws := topology.WindowedSerde(str)
-	decode := func(key, value []byte) (k, v *string, err error) {
+	c := &opBuild{b: b, s: s, prefix: prefix, count: s.Agg == "" || s.Agg == "count"}
+	build(c)
+	if c.decode != nil {
+		return c.decode, nil
+	}
+	return c.decoder(), nil
+}
+
+// opBuild is what an operator's builder works with: the script, the
+// builder, the prefix of topic and store names, and how the output reads.
+type opBuild struct {
+	b      *topology.Builder
+	s      *Script
+	prefix string
+	// windowed: the output key is a windowed string key.
+	windowed bool
+	// count: the output value is an int64 count (the default for
+	// aggregations); builders of other ops set it false.
+	count bool
+	// decode, when set, replaces the decoder windowed and count describe.
+	decode Decoder
+}
+
+// ops holds each operator's builder, by the script's "op". Each family of
+// operators registers its own in an init function of its file (ops_*.go).
+var ops = map[string]func(*opBuild){}
+
+// register adds the builder of the ops named.
+func register(build func(*opBuild), names ...string) {
+	for _, n := range names {
+		ops[n] = build
+	}
+}
+
+// name returns a topic's or store's name with the script's prefix.
+func (c *opBuild) name(s string) string { return c.prefix + s }
+
+// input returns the string stream of topic, filtered as the script says.
+func (c *opBuild) input(topic string) topology.Stream[string, string] {
+	str := serde.String()
+	in := topology.NewStream(c.b, c.name(topic), str, str)
+	if c.s.Filter != nil {
+		drop := *c.s.Filter
+		in = in.Filter(func(_, v string) bool { return v != drop })
+	}
+	return in
+}
+
+// table returns the string table of topic, materialized in store.
+func (c *opBuild) table(topic, store string) topology.Table[string, string] {
+	str := serde.String()
+	return topology.NewTable(c.b, c.name(topic), str, str, topology.Materialized(c.name(store)))
+}
+
+// grouped groups in by key, or by the value's first character ("rekey").
+func (c *opBuild) grouped(in topology.Stream[string, string]) topology.Grouped[string, string] {
+	if c.s.Rekey {
+		return topology.GroupBy(in, firstChar)
+	}
+	return in.GroupByKey()
+}
+
+// concat is the scripts' reducer. Kafka Streams hands a time-windowed or
+// session reducer a null value, which Java's string concatenation prints as
+// "null"; weir hands it V's zero value. No script has an empty value, so ""
+// stands for null.
+func concat(a, v string) string {
+	if v == "" {
+		v = "null"
+	}
+	return a + "," + v
+}
+
+// decoder returns the decoder of the output as windowed and count say.
+func (c *opBuild) decoder() Decoder {
+	windowed, count := c.windowed, c.count
+	ws := topology.WindowedSerde(serde.String())
+	return func(key, value []byte) (k, v *string, err error) {
 		if key != nil {
 			var text string
 			if windowed {
@@ -172,7 +131,7 @@ func Build(b *topology.Builder, s *Script, prefix string) (Decoder, error) {
 		}
 		if value != nil {
 			text := string(value)
-			if valueIsCount {
+			if count {
 				n, err := serde.Int64().Deserialize("out", value)
 				if err != nil {
 					return nil, nil, err
@@ -183,7 +142,6 @@ func Build(b *topology.Builder, s *Script, prefix string) (Decoder, error) {
 		}
 		return k, v, nil
 	}
-	return decode, nil
 }
 
 // firstChar is the new key of "rekey": the value's first character.

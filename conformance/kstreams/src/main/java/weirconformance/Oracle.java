@@ -89,143 +89,37 @@ public final class Oracle {
     return v == null ? null : v.toString();
   }
 
-  static void windowedOut(KTable<Windowed<String>, ?> t) {
-    t.toStream()
-        .map((wk, v) -> KeyValue.pair(wk.key() + "@" + wk.window().start() + "/" + wk.window().end(), text(v)))
-        .to("out", Produced.with(Serdes.String(), Serdes.String()));
+  /**
+   * Builds one family of operators: adds the script's topology to b, or
+   * returns false when op is not one of the family's. Each family lives in
+   * a file of its own and is listed in FAMILIES.
+   */
+  interface Family {
+    boolean build(StreamsBuilder b, JsonNode s, String op);
   }
 
-  static <W extends Window> KTable<Windowed<String>, ?> aggregate(TimeWindowedKStream<String, String> w, JsonNode s, String store) {
-    String fin = str(s, "final", "");
-    Materialized<String, Object, WindowStore<Bytes, byte[]>> m = Materialized.as(store);
-    if (fin.equals("onclose")) {
-      w = w.emitStrategy(EmitStrategy.onWindowClose());
-      // With the default retention (size + grace) the store may expire a
-      // window before the record that closes it arrives, and its final
-      // result is never emitted; weir emits every window once.
-      m = m.withRetention(Duration.ofDays(1));
-    }
-    KTable<Windowed<String>, ?> t;
-    if (str(s, "agg", "count").equals("reduce")) {
-      @SuppressWarnings("unchecked")
-      Materialized<String, String, WindowStore<Bytes, byte[]>> ms = (Materialized<String, String, WindowStore<Bytes, byte[]>>) (Materialized<?, ?, ?>) m;
-      t = w.reduce((a, v) -> a + "," + v, ms);
-    } else {
-      @SuppressWarnings("unchecked")
-      Materialized<String, Long, WindowStore<Bytes, byte[]>> ml = (Materialized<String, Long, WindowStore<Bytes, byte[]>>) (Materialized<?, ?, ?>) m;
-      t = w.count(ml);
-    }
-    if (fin.equals("suppress")) {
-      @SuppressWarnings("unchecked")
-      KTable<Windowed<String>, Object> tt = (KTable<Windowed<String>, Object>) t;
-      t = tt.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()));
-    }
-    return t;
-  }
+  static final List<Family> FAMILIES = List.of(
+      new Aggregations(),
+      new Joins(),
+      new Stateless());
 
   static Topology topology(JsonNode s) {
     StreamsBuilder b = new StreamsBuilder();
     String op = s.get("op").asText();
-    long grace = ms(s, "grace");
-    switch (op) {
-      case "aggregate": {
-        KGroupedStream<String, String> g = grouped(input(b, s, "in"), s);
-        KTable<String, ?> t = str(s, "agg", "count").equals("reduce")
-            ? g.reduce((a, v) -> a + "," + v, Materialized.as("agg"))
-            : g.count(Materialized.as("agg"));
-        t.toStream().mapValues(Oracle::text).to("out", Produced.with(Serdes.String(), Serdes.String()));
-        break;
+    for (Family f : FAMILIES) {
+      if (f.build(b, s, op)) {
+        return b.build();
       }
-      case "tumbling":
-      case "hopping": {
-        long size = ms(s, "size");
-        TimeWindows tw = TimeWindows.ofSizeAndGrace(Duration.ofMillis(size), Duration.ofMillis(grace));
-        if (op.equals("hopping")) {
-          tw = tw.advanceBy(Duration.ofMillis(ms(s, "advance")));
-        }
-        windowedOut(aggregate(grouped(input(b, s, "in"), s).windowedBy(tw), s, "win"));
-        break;
-      }
-      case "sliding": {
-        SlidingWindows sw = SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(ms(s, "size")), Duration.ofMillis(grace));
-        windowedOut(aggregate(grouped(input(b, s, "in"), s).windowedBy(sw), s, "win"));
-        break;
-      }
-      case "session": {
-        SessionWindows sw = SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(ms(s, "gap")), Duration.ofMillis(grace));
-        SessionWindowedKStream<String, String> w = grouped(input(b, s, "in"), s).windowedBy(sw);
-        KTable<Windowed<String>, ?> t = str(s, "agg", "count").equals("reduce")
-            ? w.reduce((a, v) -> a + "," + v, Materialized.as("sess"))
-            : w.count(Materialized.as("sess"));
-        windowedOut(t);
-        break;
-      }
-      case "stream-table":
-      case "stream-table-left": {
-        KStream<String, String> left = input(b, s, "left");
-        if (s.path("rekey").asBoolean(false)) {
-          left = left.selectKey((k, v) -> v == null || v.isEmpty() ? null : v.substring(0, 1));
-        }
-        KTable<String, String> right = b.table("right", Consumed.with(Serdes.String(), Serdes.String()),
-            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("right-store"));
-        KStream<String, String> j = op.equals("stream-table")
-            ? left.join(right, (v, vt) -> v + "+" + vt, Joined.with(Serdes.String(), Serdes.String(), Serdes.String()))
-            : left.leftJoin(right, (v, vt) -> v + "+" + vt, Joined.with(Serdes.String(), Serdes.String(), Serdes.String()));
-        j.to("out", Produced.with(Serdes.String(), Serdes.String()));
-        break;
-      }
-      case "table-table": {
-        KTable<String, String> left = b.table("left", Consumed.with(Serdes.String(), Serdes.String()),
-            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("left-store"));
-        KTable<String, String> right = b.table("right", Consumed.with(Serdes.String(), Serdes.String()),
-            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("right-store"));
-        left.join(right, (v1, v2) -> v1 + "+" + v2).toStream().to("out", Produced.with(Serdes.String(), Serdes.String()));
-        break;
-      }
-      case "stream-stream": {
-        KStream<String, String> left = input(b, s, "left");
-        KStream<String, String> right = input(b, s, "right");
-        JoinWindows jw = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(ms(s, "before")), Duration.ofMillis(grace));
-        if (s.has("after")) {
-          jw = jw.after(Duration.ofMillis(ms(s, "after")));
-        }
-        left.join(right, (v1, v2) -> v1 + "+" + v2, jw, StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()))
-            .to("out", Produced.with(Serdes.String(), Serdes.String()));
-        break;
-      }
-      case "stateless": {
-        input(b, s, "in")
-            .flatMapValues(v -> java.util.Arrays.asList(v.split(",", -1)))
-            .mapValues(v -> v.toUpperCase())
-            .to("out", Produced.with(Serdes.String(), Serdes.String()));
-        break;
-      }
-      case "merge": {
-        input(b, s, "left").merge(input(b, s, "right")).to("out", Produced.with(Serdes.String(), Serdes.String()));
-        break;
-      }
-      case "table-filter":
-      case "table-mapvalues": {
-        KTable<String, String> t = b.table("in", Consumed.with(Serdes.String(), Serdes.String()),
-            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("in-store"));
-        if (op.equals("table-filter")) {
-          String drop = str(s, "filter", "");
-          if (s.path("materialize").asBoolean(false)) {
-            t = t.filter((k, v) -> !drop.equals(v), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("filtered")
-                .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()));
-          } else {
-            t = t.filter((k, v) -> !drop.equals(v));
-          }
-        } else {
-          t = t.mapValues(v -> v + "!");
-        }
-        t.toStream().to("out", Produced.with(Serdes.String(), Serdes.String()));
-        break;
-      }
-      default:
-        throw new IllegalArgumentException("unknown op " + op);
     }
-    return b.build();
+    throw new IllegalArgumentException("unknown op " + op);
+  }
+
+  static final Produced<String, String> OUT = Produced.with(Serdes.String(), Serdes.String());
+
+  /** The table of topic, materialized in store. */
+  static KTable<String, String> table(StreamsBuilder b, String topic, String store) {
+    return b.table(topic, Consumed.with(Serdes.String(), Serdes.String()),
+        Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(store));
   }
 
   static void run(String path, PrintStream out) throws Exception {
