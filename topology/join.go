@@ -313,8 +313,10 @@ type streamJoinSide[K, V, VO, VR any] struct {
 	before, after int64
 	retention     int64
 	join          func(K, V, VO) VR
-	times         string // the store of both sides' largest stored timestamps
-	side          int    // 0 this (left), 1 other (right)
+	// times is the store of each side's largest stored timestamp and, in
+	// left and outer joins, of the times both sides share.
+	times string
+	side  int // 0 this (left), 1 other (right)
 	// outer is set in left and outer joins (see join_outer.go).
 	outer *outerJoin[K, V, VO, VR]
 
