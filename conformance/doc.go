@@ -24,6 +24,7 @@
 //	stream-table-left  LeftJoin of the same
 //	table-table        JoinTables of tables "left" and "right"
 //	stream-stream      JoinStreams of streams "left" and "right", "before", "after", "grace"
+//	stream-stream-left LeftJoinStreams of the same; stream-stream-outer: OuterJoinStreams
 //	table-filter       NewTable + Filter (drops the value "filter"), table-mapvalues: + MapTableValues
 //	stateless          FlatMapValues (split on ",") + MapValues (upper case); merge: Merge of "left" and "right"
 //

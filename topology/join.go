@@ -226,31 +226,49 @@ func (w JoinWindows) retention() int64 {
 // the other side still holds, and is kept itself only while within its own
 // side's retention.
 func JoinStreams[K, V1, V2, VR any](a Stream[K, V1], c Stream[K, V2], joiner func(K, V1, V2) VR, w JoinWindows, opts ...Option) Stream[K, VR] {
+	return joinStreams(a, c, w, opts, streamJoinKind[K, V1, V2, VR]{op: "JoinStreams", prefix: "KSTREAM-JOIN", join: joiner})
+}
+
+// streamJoinKind is what sets the inner, left and outer stream-stream
+// joins apart.
+type streamJoinKind[K, V1, V2, VR any] struct {
+	op, prefix string // the DSL function, for errors; the prefix of generated names
+	join       func(K, V1, V2) VR
+	// leftOnly and rightOnly join a record with no partner on the other
+	// side; nil where that side's unmatched records are not emitted.
+	leftOnly  func(K, V1) VR
+	rightOnly func(K, V2) VR
+	shared    string // the suffix of the shared outer store's name
+}
+
+func joinStreams[K, V1, V2, VR any](a Stream[K, V1], c Stream[K, V2], w JoinWindows, opts []Option, kind streamJoinKind[K, V1, V2, VR]) Stream[K, VR] {
 	b := a.b
 	cfg := newConfig(opts)
 	if c.b != b {
-		b.failf("JoinStreams: streams from different builders")
+		b.failf("%s: streams from different builders", kind.op)
 		return Stream[K, VR]{b: b, node: a.node}
 	}
 	if w.before < 0 || w.after < 0 || w.grace < 0 || w.before+w.after <= 0 {
-		b.failf("JoinStreams: invalid join windows (before %v, after %v, grace %v)", w.before, w.after, w.grace)
+		b.failf("%s: invalid join windows (before %v, after %v, grace %v)", kind.op, w.before, w.after, w.grace)
 	}
 	left, right := a.partitioned(""), c.partitioned("")
-	ok := left.needSerdes("JoinStreams (left)")
-	ok = right.needSerdes("JoinStreams (right)") && ok
+	ok := left.needSerdes(kind.op + " (left)")
+	ok = right.needSerdes(kind.op+" (right)") && ok
 	name := cfg.name
 	if name == "" {
-		name = b.nextName("KSTREAM-JOIN")
+		name = b.nextName(kind.prefix)
 	}
 	thisStore, otherStore := name+"-this-store", name+"-other-store"
 	ks, v1s, v2s := left.ks, left.vs, right.vs
 	before, after := w.before.Milliseconds(), w.after.Milliseconds()
 	times := name + "-stream-times"
+	outerLeft, outerRight := kind.outerSides(name, w)
 	ln := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
 			return &streamJoinSide[K, V1, V2, VR]{own: thisStore, other: otherStore, ks: ks, vs: v1s, vos: v2s,
-				before: before, after: after, retention: w.retention(), join: joiner, times: times, side: 0}
+				before: before, after: after, retention: w.retention(), join: kind.join, times: times, side: 0,
+				outer: outerLeft.clone()}
 		},
 	}, "", config{name: name + "-this"}, left.node)
 	rn := b.addNode(&nodeDef{
@@ -258,7 +276,8 @@ func JoinStreams[K, V1, V2, VR any](a Stream[K, V1], c Stream[K, V2], joiner fun
 		newProc: func() processor.Processor[any, any, any, any] {
 			return &streamJoinSide[K, V2, V1, VR]{own: otherStore, other: thisStore, ks: ks, vs: v2s, vos: v1s,
 				before: after, after: before, retention: w.retention(), times: times, side: 1,
-				join: func(k K, v2 V2, v1 V1) VR { return joiner(k, v1, v2) }}
+				join:  func(k K, v2 V2, v1 V1) VR { return kind.join(k, v1, v2) },
+				outer: outerRight.clone()}
 		},
 	}, "", config{name: name + "-other"}, right.node)
 	if ok {
@@ -275,6 +294,10 @@ func JoinStreams[K, V1, V2, VR any](a Stream[K, V1], c Stream[K, V2], joiner fun
 		b.addStore(statestore.Spec{Name: times, Kind: statestore.KindKeyValue, Logged: true}, ln)
 		b.stores[times].companion = true
 		b.connectStore(rn, times)
+		if outerLeft != nil {
+			b.addStore(statestore.Spec{Name: outerLeft.store, Kind: statestore.KindKeyValue, Logged: true}, ln)
+			b.connectStore(rn, outerLeft.store)
+		}
 	}
 	merge := b.stateless("", config{name: name + "-merge"}, forwardAll, ln, rn)
 	return Stream[K, VR]{b: b, node: merge, ks: left.ks, vs: inferSerde[VR]()}
@@ -290,8 +313,12 @@ type streamJoinSide[K, V, VO, VR any] struct {
 	before, after int64
 	retention     int64
 	join          func(K, V, VO) VR
-	times         string // the store of both sides' largest stored timestamps
-	side          int    // 0 this (left), 1 other (right)
+	// times is the store of each side's largest stored timestamp and, in
+	// left and outer joins, of the times both sides share.
+	times string
+	side  int // 0 this (left), 1 other (right)
+	// outer is set in left and outer joins (see join_outer.go).
+	outer *outerJoin[K, V, VO, VR]
 
 	ownStore, otherStore statestore.WindowStore
 	observed             *statestore.KV[string, int64]
@@ -327,10 +354,29 @@ func (p *streamJoinSide[K, V, VO, VR]) Init(ctx processor.Context[any, any]) err
 	}
 	kv, err := processor.KeyValueStore(ctx, p.times, serde.String(), serde.Int64())
 	p.observed = kv
+	if err == nil && p.outer != nil {
+		err = p.outer.init(ctx)
+	}
 	return err
 }
 
 func (p *streamJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
+	if err := p.processRecord(ctx, r); err != nil {
+		return fmt.Errorf("topology: stream join %q: %w", p.own, err)
+	}
+	return nil
+}
+
+func (p *streamJoinSide[K, V, VO, VR]) processRecord(ctx processor.Context[any, any], r processor.Record[any, any]) error {
+	ts := r.Timestamp.UnixMilli()
+	var streamTime int64
+	if p.outer != nil {
+		var done bool
+		var err error
+		if streamTime, done, err = p.outerFirst(ctx, r, ts); err != nil || done {
+			return err
+		}
+	}
 	if r.Key == nil || r.Value == nil {
 		ctx.Count(processor.MetricDroppedNull, 1)
 		return nil
@@ -339,23 +385,41 @@ func (p *streamJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any, any], 
 	if err != nil {
 		return err
 	}
-	ts := r.Timestamp.UnixMilli()
 	own, err := p.observedOf(p.side)
 	if err != nil {
-		return fmt.Errorf("topology: stream join %q: %w", p.own, err)
+		return err
 	}
 	if ts > own {
 		own = ts
 		if err := p.observed.Put(sideKeys[p.side], ts); err != nil {
-			return fmt.Errorf("topology: stream join %q: %w", p.own, err)
+			return err
 		}
 	}
 	other, err := p.observedOf(1 - p.side)
 	if err != nil {
-		return fmt.Errorf("topology: stream join %q: %w", p.own, err)
+		return err
 	}
-	if err := p.process(ctx, r, tr, ts, own, other); err != nil {
-		return fmt.Errorf("topology: stream join %q: %w", p.own, err)
+	kb, err := p.ks.Serialize(p.own, tr.Key)
+	if err != nil {
+		return err
+	}
+	vb, err := p.vs.Serialize(p.own, tr.Value)
+	if err != nil {
+		return err
+	}
+	if p.outer != nil && ts == streamTime {
+		if err := p.emitClosed(ctx, r, streamTime); err != nil {
+			return err
+		}
+	}
+	matched, err := p.process(ctx, r, tr, kb, vb, ts, own, other)
+	if err != nil {
+		return err
+	}
+	if p.outer != nil && !matched {
+		if err := p.unmatched(ctx, r, tr, kb, vb, ts, streamTime); err != nil {
+			return err
+		}
 	}
 	if cutoff := own - p.retention; cutoff > p.expired {
 		p.expired = cutoff
@@ -366,22 +430,15 @@ func (p *streamJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any, any], 
 	return nil
 }
 
-// process stores the record at ts and joins it; own and other are the
-// largest timestamps stored on this side and the other.
-func (p *streamJoinSide[K, V, VO, VR]) process(ctx processor.Context[any, any], r processor.Record[any, any], tr processor.Record[K, V], ts, own, other int64) error {
-	kb, err := p.ks.Serialize(p.own, tr.Key)
-	if err != nil {
-		return err
-	}
-	vb, err := p.vs.Serialize(p.own, tr.Value)
-	if err != nil {
-		return err
-	}
+// process stores the record at ts and joins it, and reports whether it
+// found a partner; own and other are the largest timestamps stored on this
+// side and the other, kb and vb the record's key and value serialized.
+func (p *streamJoinSide[K, V, VO, VR]) process(ctx processor.Context[any, any], r processor.Record[any, any], tr processor.Record[K, V], kb, vb []byte, ts, own, other int64) (bool, error) {
 	// A record older than its side's retention is not kept (it would not
 	// be read), but it still joins.
 	if ts > own-p.retention {
 		if err := keepValue(p.ownStore, kb, ts, vb); err != nil {
-			return err
+			return false, err
 		}
 	}
 	// The other side's records within its retention.
@@ -391,11 +448,11 @@ func (p *streamJoinSide[K, V, VO, VR]) process(ctx processor.Context[any, any], 
 	}
 	to := max(0, ts+p.after)
 	if to < from {
-		return nil
+		return false, nil
 	}
 	it, err := p.otherStore.Fetch(kb, time.UnixMilli(from), time.UnixMilli(to))
 	if err != nil {
-		return err
+		return false, err
 	}
 	type match struct {
 		ts   int64
@@ -406,26 +463,33 @@ func (p *streamJoinSide[K, V, VO, VR]) process(ctx processor.Context[any, any], 
 		vals, err := splitValues(it.Value())
 		if err != nil {
 			it.Close()
-			return err
+			return false, err
 		}
 		matches = append(matches, match{ts: it.Window().UnixMilli(), vals: vals})
 	}
 	if err := closeIter(it); err != nil {
-		return err
+		return false, err
 	}
 	for _, m := range matches {
+		if p.outer != nil {
+			// The other side's records at m.ts found a partner: they
+			// are never emitted as unmatched.
+			if err := p.outer.forget(m.ts, 1-p.side, kb); err != nil {
+				return false, err
+			}
+		}
 		for _, b := range m.vals {
 			vo, err := p.vos.Deserialize(p.other, b)
 			if err != nil {
-				return err
+				return false, err
 			}
 			out := r
 			out.Value = p.join(tr.Key, tr.Value, vo)
 			out.Timestamp = time.UnixMilli(max(ts, m.ts))
 			if err := ctx.Forward(out); err != nil {
-				return err
+				return false, err
 			}
 		}
 	}
-	return nil
+	return len(matches) > 0, nil
 }
