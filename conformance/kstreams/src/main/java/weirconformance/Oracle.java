@@ -101,6 +101,7 @@ public final class Oracle {
   static final List<Family> FAMILIES = List.of(
       new Aggregations(),
       new Joins(),
+      new ForeignKeyJoins(),
       new Stateless());
 
   static Topology topology(JsonNode s) {
