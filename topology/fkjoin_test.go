@@ -141,8 +141,8 @@ func TestForeignKeyJoinDropsStaleResponses(t *testing.T) {
 	deliverPending()
 	deliver("left", []byte("a"), []byte("x:1"), 3) // subscribes to x
 	deliver("left", []byte("a"), []byte("y:1"), 4) // moves to y before x answers
-	deliverPending()                                // the three subscriptions
-	require.Len(t, pending, 2)                      // x's answer, then y's
+	deliverPending()                               // the three subscriptions
+	require.Len(t, pending, 2)                     // x's answer, then y's
 	deliverPending()
 	require.Len(t, out, 1)
 	require.Equal(t, "a", string(out[0].Key))
