@@ -20,14 +20,14 @@ import (
 //  1. Subscription send (left side, "<name>-subscription-registration-
 //     processor"): each left update is compared with the key's previous
 //     value (kept in "<name>-left-values") and sent to the right side keyed
-//     by foreign key, on "<app>-<name>-subscription-registration-topic",
+//     by foreign key, on "<app>-<name>-subscription-registration-repartition",
 //     with an instruction (see fkInstruction) and the hash of the new left
 //     value. A foreign key that changed unsubscribes the old one.
 //  2. Subscription receive (right side): the subscription is kept, or
 //     removed, in "<name>-subscription-store" under (foreign key, left
 //     key), and answered with the right table's current value as the
 //     instruction says, keyed by left key, on
-//     "<app>-<name>-subscription-response-topic".
+//     "<app>-<name>-subscription-response-repartition".
 //  3. Foreign join (right side): each right update is sent to every left
 //     key subscribed to it (a prefix scan of the subscription store).
 //  4. Response resolve (left side): a response whose hash is not the hash
@@ -35,6 +35,8 @@ import (
 //     is dropped (counted under processor.MetricDroppedStale); the others
 //     are joined with the current left value and forwarded.
 //
+// The topics are named like repartition topics, as engines recognize
+// their own topics by the suffix (Kafka Streams ends them in "-topic").
 // The subscription topic has as many partitions as the right table's
 // sub-topology, the response topic as many as the left's: weir's topic plan
 // copies them from the sub-topology that reads them, not the one that
@@ -92,8 +94,8 @@ func fkJoin[K, V, KO, VO, VR any](t Table[K, V], other Table[KO, VO], foreignKey
 	if base == "" {
 		base = b.nextName("KTABLE-FK-JOIN")
 	}
-	subTopic := processor.TopicRef{Name: base + "-subscription-registration-topic", Internal: true}
-	respTopic := processor.TopicRef{Name: base + "-subscription-response-topic", Internal: true}
+	subTopic := processor.TopicRef{Name: base + "-subscription-registration-repartition", Internal: true}
+	respTopic := processor.TopicRef{Name: base + "-subscription-response-repartition", Internal: true}
 	values, subs := base+"-left-values", base+"-subscription-store"
 	otherTS := b.timestampsOf(other.store)
 	ks, vs, kos, vos, otherStore := t.ks, t.vs, other.ks, other.vs, other.store

@@ -84,8 +84,8 @@ func TestPlanForeignKeyJoinTopicsTakeTheirReadersCount(t *testing.T) {
 	for _, it := range p.Internal {
 		counts[it.Name] = it.Partitions
 	}
-	require.Equal(t, int32(4), counts["app-fk-subscription-registration-topic"])
-	require.Equal(t, int32(6), counts["app-fk-subscription-response-topic"])
+	require.Equal(t, int32(4), counts["app-fk-subscription-registration-repartition"])
+	require.Equal(t, int32(6), counts["app-fk-subscription-response-repartition"])
 	require.Equal(t, int32(4), counts["app-fk-subscription-store-changelog"])
 	require.Equal(t, int32(6), counts["app-fk-left-values-changelog"])
 }
