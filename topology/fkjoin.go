@@ -55,6 +55,10 @@ import (
 // is in other with value vo, the result has (k, joiner(v, vo)). Updates on
 // either side update the result; a left entry whose foreign key is absent
 // from other has no result, and a result that existed is deleted.
+//
+// Named(name) names the join's nodes, internal topics and stores (default
+// "KTABLE-FK-JOIN-<n>"); Materialized(store) gives the result a store of its
+// own, so it can be queried.
 func JoinTablesOnForeignKey[K, V, KO, VO, VR any](t Table[K, V], other Table[KO, VO], foreignKey func(K, V) KO, joiner func(V, VO) VR, opts ...Option) Table[K, VR] {
 	var join func(V, VO, bool) VR
 	if joiner != nil {
