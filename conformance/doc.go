@@ -25,6 +25,8 @@
 //	table-table        JoinTables of tables "left" and "right"
 //	stream-stream      JoinStreams of streams "left" and "right", "before", "after", "grace"
 //	stream-stream-left LeftJoinStreams of the same; stream-stream-outer: OuterJoinStreams
+//	fk-join            JoinTablesOnForeignKey of table "left" (value "x:payload" names foreign key "x") with table "right"
+//	fk-join-left       LeftJoinTablesOnForeignKey of the same ("materialize": the result has a store)
 //	table-filter       NewTable + Filter (drops the value "filter"), table-mapvalues: + MapTableValues
 //	stateless          FlatMapValues (split on ",") + MapValues (upper case); merge: Merge of "left" and "right"
 //

@@ -84,7 +84,8 @@ func (t TopicRef) String() string {
 type InternalTopic struct {
 	Topic TopicRef
 	// Subtopology is the sub-topology whose partition count the topic
-	// copies: the writer's for repartition topics, the owner's for changelogs.
+	// copies: the writer's for repartition topics (the reader's for a
+	// foreign-key join's), the owner's for changelogs.
 	Subtopology int
 	// Partitions, when positive, overrides the copied partition count.
 	Partitions int32

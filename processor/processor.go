@@ -123,6 +123,9 @@ const (
 	// join what the other side still holds, as Kafka Streams 4.4 does);
 	// custom processors may still count them here.
 	MetricDroppedExpired = "dropped-records-expired"
+	// MetricDroppedStale counts foreign-key join responses dropped because
+	// the left value they answer has since been replaced or deleted.
+	MetricDroppedStale = "dropped-records-stale"
 )
 
 // KeyValueStore looks up the key-value store name and returns a typed view.

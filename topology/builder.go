@@ -54,6 +54,10 @@ type nodeDef struct {
 	topic      processor.TopicRef
 	encode     processor.EncodeFunc
 	partitions int32 // for repartition sinks: partition count override
+	// copartition, for internal sinks, is a node of the sub-topology whose
+	// partition count the topic copies: a foreign-key join's topics are
+	// co-partitioned with their reader's table, not their writer's.
+	copartition *nodeDef
 }
 
 type storeDef struct {
@@ -275,8 +279,12 @@ func (b *Builder) compile() *processor.Graph {
 	}
 	for _, n := range b.nodes {
 		if n.kind == processor.KindSink && n.topic.Internal {
+			sub := subOf[n]
+			if n.copartition != nil {
+				sub = subOf[n.copartition]
+			}
 			g.InternalTopics = append(g.InternalTopics, processor.InternalTopic{
-				Topic: n.topic, Subtopology: subOf[n], Partitions: n.partitions,
+				Topic: n.topic, Subtopology: sub, Partitions: n.partitions,
 			})
 		}
 	}

@@ -26,8 +26,9 @@
 //
 // Build groups nodes into sub-topologies: nodes linked directly or through a
 // shared store run together in one task per partition; repartition topics
-// (written when a stream whose keys changed is grouped or joined) separate
-// them. Describe prints the result like Kafka Streams' TopologyDescription.
+// (written when a stream whose keys changed is grouped or joined, and by
+// the foreign-key joins JoinTablesOnForeignKey and LeftJoinTablesOnForeignKey)
+// separate them. Describe prints the result like Kafka Streams' TopologyDescription.
 //
 // The topology is pure: it imports no Kafka client, no storage engine and no
 // network package, and never reads the clock. Engines (weir.New) and the test

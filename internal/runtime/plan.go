@@ -234,7 +234,12 @@ func subtopologyCount(req Requirements, i int, external, internal map[string]int
 	unknown := false
 	for _, name := range req.Subtopologies[i].Sources {
 		var c int32
-		if _, ok := req.internal(name); ok {
+		if it, ok := req.internal(name); ok {
+			if it.Subtopology == i && !it.Compacted && it.Partitions <= 0 {
+				// The topic copies this sub-topology's count (a
+				// foreign-key join's): co-partitioned by construction.
+				continue
+			}
 			c = internal[name]
 			if c == 0 {
 				unknown = true

@@ -60,3 +60,32 @@ func TestPlanNeedsEverySourceCount(t *testing.T) {
 	_, err := runtime.Plan(joinTopology(t, false).Graph(), "app", map[string]int32{"orders": 6})
 	require.ErrorContains(t, err, `no partition count for source topic "users"`)
 }
+
+func fkJoinTopology(t *testing.T) *topology.Topology {
+	t.Helper()
+	b := topology.NewBuilder()
+	orders := topology.NewTable(b, "orders", serde.String(), serde.String(), topology.Materialized("orders"))
+	users := topology.NewTable(b, "users", serde.String(), serde.String(), topology.Materialized("users"))
+	topology.JoinTablesOnForeignKey(orders, users, func(_, o string) string { return o },
+		func(o, u string) string { return o + u }, topology.Named("fk")).ToStream().To("out")
+	topo, err := b.Build()
+	require.NoError(t, err)
+	return topo
+}
+
+func TestPlanForeignKeyJoinTopicsTakeTheirReadersCount(t *testing.T) {
+	// The tables need not be co-partitioned: the subscription topic is read
+	// beside the users (4 partitions), the response topic beside the
+	// orders (6), whichever sub-topology writes them.
+	p, err := runtime.Plan(fkJoinTopology(t).Graph(), "app", map[string]int32{"orders": 6, "users": 4})
+	require.NoError(t, err)
+	require.Equal(t, []int32{6, 4}, p.Partitions)
+	counts := map[string]int32{}
+	for _, it := range p.Internal {
+		counts[it.Name] = it.Partitions
+	}
+	require.Equal(t, int32(4), counts["app-fk-subscription-registration-repartition"])
+	require.Equal(t, int32(6), counts["app-fk-subscription-response-repartition"])
+	require.Equal(t, int32(4), counts["app-fk-subscription-store-changelog"])
+	require.Equal(t, int32(6), counts["app-fk-left-values-changelog"])
+}

@@ -102,6 +102,7 @@ public final class Oracle {
       new Aggregations(),
       new Joins(),
       new OuterJoins(),
+      new ForeignKeyJoins(),
       new Stateless());
 
   static Topology topology(JsonNode s) {
