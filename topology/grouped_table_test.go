@@ -1,12 +1,14 @@
 package topology_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/statestore"
 	"github.com/weirstream/weir/topology"
 	"github.com/weirstream/weir/topologytest"
 )
@@ -181,4 +183,81 @@ func TestGroupTableDescribe(t *testing.T) {
       <-- KTABLE-TOSTREAM-0000000006
 
 `, topo.Describe())
+}
+
+// TestGroupTableRestoredFromChangelogs runs the two sub-topologies of a
+// re-grouped count as tasks, replays every changelog they wrote into fresh
+// stores, and continues on them: the entry's previous value, kept by the
+// select node, and the group's count both come back, so a move after the
+// restore still subtracts from the old group.
+func TestGroupTableRestoredFromChangelogs(t *testing.T) {
+	b := topology.NewBuilder()
+	users := topology.NewTable(b, "users", serde.String(), serde.String(), topology.Materialized("users"))
+	topology.GroupTable(users, region).Count(topology.Materialized("per-region")).ToStream().To("counts")
+	topo, err := b.Build()
+	require.NoError(t, err)
+	g := topo.Graph()
+	require.Len(t, g.Subtopologies, 2)
+
+	// run feeds records through both tasks (the repartition records in
+	// order) and returns the changelog records and the counts written.
+	run := func(stores statestore.Factory, inputs []processor.RawRecord) (changes []processor.Output, counts []string) {
+		var tasks [2]*processor.Task
+		var queue []processor.Output
+		for i := range tasks {
+			task, err := processor.NewTask(g, processor.TaskConfig{
+				ApplicationID: "app", ID: processor.TaskID{Subtopology: i}, Stores: stores,
+				Emit: func(o processor.Output) error {
+					switch o.Kind {
+					case processor.OutputChangelog:
+						changes = append(changes, o)
+					case processor.OutputRepartition:
+						queue = append(queue, o)
+					default:
+						n, err := serde.Int64().Deserialize(o.Topic, o.Value)
+						require.NoError(t, err)
+						counts = append(counts, fmt.Sprintf("%s=%d@%d", o.Key, n, o.Timestamp.UnixMilli()))
+					}
+					return nil
+				},
+			})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = task.Close() })
+			tasks[i] = task
+		}
+		for _, in := range inputs {
+			require.NoError(t, tasks[0].Process(in))
+			for len(queue) > 0 {
+				o := queue[0]
+				queue = queue[1:]
+				require.NoError(t, tasks[1].Process(processor.RawRecord{Topic: o.Topic, Key: o.Key, Value: o.Value, Timestamp: o.Timestamp}))
+			}
+		}
+		return changes, counts
+	}
+	rec := func(k, v string, ts int64) processor.RawRecord {
+		return processor.RawRecord{Topic: "users", Key: []byte(k), Value: []byte(v), Timestamp: ms(ts)}
+	}
+	changes, counts := run(statestore.NewInMemoryFactory(), []processor.RawRecord{rec("alice", "eu:1", 1), rec("bob", "eu:2", 2)})
+	require.Equal(t, []string{"eu=1@1", "eu=2@2"}, counts)
+
+	fresh := statestore.NewInMemoryFactory()
+	restored := map[string]bool{}
+	for _, st := range g.Subtopologies {
+		for _, spec := range st.Stores {
+			s, err := fresh.Open(spec, 0)
+			require.NoError(t, err)
+			for _, c := range changes {
+				if c.Topic == processor.ChangelogTopic(spec.Name).Resolve("app") {
+					require.NoError(t, processor.Restore(s, c.Key, c.Value))
+					restored[spec.Name] = true
+				}
+			}
+		}
+	}
+	require.True(t, restored["KTABLE-SELECT-0000000002-prior"], "the previous values have a changelog: %v", restored)
+	require.True(t, restored["per-region"])
+
+	_, counts = run(fresh, []processor.RawRecord{rec("alice", "us:3", 3)})
+	require.Equal(t, []string{"eu=1@3", "us=1@3"}, counts)
 }
