@@ -25,7 +25,8 @@
 //	table-table        JoinTables of tables "left" and "right"
 //	stream-stream      JoinStreams of streams "left" and "right", "before", "after", "grace"
 //	table-filter       NewTable + Filter (drops the value "filter"), table-mapvalues: + MapTableValues
-//	table-groupby      GroupTable of table "in" by the value's first character ("-": null key, "_": null value) + Count, Reduce or AggregateTable ("agg")
+//	table-groupby      GroupTable of table "in" by the value's first character ("-": null key, "_": null value;
+//	                   "filter": a table Filter first) + Count, Reduce or AggregateTable ("agg")
 //	stateless          FlatMapValues (split on ",") + MapValues (upper case); merge: Merge of "left" and "right"
 //
 // "filter": v drops the input records whose value is v before the operator;

@@ -13,13 +13,19 @@ func init() {
 }
 
 // buildTableGroupBy re-groups table "in" by its value's first character
-// and counts, reduces or aggregates the groups ("agg": "count" | "reduce"
+// (after a table Filter dropping the value "filter", when given) and
+// counts, reduces or aggregates the groups ("agg": "count" | "reduce"
 // | "aggregate"). A value starting with "-" maps to a null key, one
 // starting with "_" to a null value. The reducer and the aggregator write
 // "+v" for a value added and "-v" for a value subtracted; the aggregate
 // starts from "0".
 func buildTableGroupBy(c *opBuild) {
-	g := topology.GroupTable(c.table("in", "in-store"), byFirstChar)
+	t := c.table("in", "in-store")
+	if c.s.Filter != nil {
+		drop := *c.s.Filter
+		t = t.Filter(func(_, v string) bool { return v != drop })
+	}
+	g := topology.GroupTable(t, byFirstChar)
 	store := topology.Materialized(c.name("agg"))
 	add := func(agg, v string) string { return agg + "+" + v }
 	sub := func(agg, v string) string { return agg + "-" + v }

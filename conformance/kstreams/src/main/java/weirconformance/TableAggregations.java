@@ -20,7 +20,12 @@ final class TableAggregations implements Oracle.Family {
     }
     // The group is the value's first character; a value starting with "-"
     // maps to a null key, one starting with "_" to a null value.
-    KGroupedTable<String, String> g = table(b, "in", "in-store").groupBy(
+    KTable<String, String> in = table(b, "in", "in-store");
+    String drop = str(s, "filter", null);
+    if (drop != null) {
+      in = in.filter((k, v) -> !drop.equals(v));
+    }
+    KGroupedTable<String, String> g = in.groupBy(
         (k, v) -> KeyValue.pair(v.startsWith("-") ? null : v.substring(0, 1), v.startsWith("_") ? null : v),
         Grouped.with(Serdes.String(), Serdes.String()));
     KTable<String, ?> t;
