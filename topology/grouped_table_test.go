@@ -183,6 +183,16 @@ func TestGroupTableDescribe(t *testing.T) {
       <-- KTABLE-TOSTREAM-0000000006
 
 `, topo.Describe())
+
+	// The result is queryable like the other aggregations.
+	codec, ok := topo.Graph().StoreCodecs["per-region"]
+	require.True(t, ok)
+	kb, err := codec.ParseKey("eu")
+	require.NoError(t, err)
+	require.Equal(t, []byte("eu"), kb)
+	v, err := codec.DecodeValue([]byte{0, 0, 0, 0, 0, 0, 0, 3})
+	require.NoError(t, err)
+	require.Equal(t, int64(3), v)
 }
 
 // TestGroupTableRestoredFromChangelogs runs the two sub-topologies of a
