@@ -28,6 +28,8 @@
 //	fk-join            JoinTablesOnForeignKey of table "left" (value "x:payload" names foreign key "x") with table "right"
 //	fk-join-left       LeftJoinTablesOnForeignKey of the same ("materialize": the result has a store)
 //	table-filter       NewTable + Filter (drops the value "filter"), table-mapvalues: + MapTableValues
+//	table-groupby      GroupTable of table "in" by the value's first character ("-": null key, "_": null value;
+//	                   "filter": a table Filter first) + Count, Reduce or AggregateTable ("agg")
 //	stateless          FlatMapValues (split on ",") + MapValues (upper case); merge: Merge of "left" and "right"
 //
 // "filter": v drops the input records whose value is v before the operator;

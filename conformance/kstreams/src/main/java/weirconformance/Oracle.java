@@ -103,6 +103,7 @@ public final class Oracle {
       new Joins(),
       new OuterJoins(),
       new ForeignKeyJoins(),
+      new TableAggregations(),
       new Stateless());
 
   static Topology topology(JsonNode s) {

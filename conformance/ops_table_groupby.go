@@ -1,0 +1,52 @@
+package conformance
+
+import (
+	"strings"
+
+	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/topology"
+)
+
+// The aggregations of a table re-grouped by a new key.
+func init() {
+	register(buildTableGroupBy, "table-groupby")
+}
+
+// buildTableGroupBy re-groups table "in" by its value's first character
+// (after a table Filter dropping the value "filter", when given) and
+// counts, reduces or aggregates the groups ("agg": "count" | "reduce"
+// | "aggregate"). A value starting with "-" maps to a null key, one
+// starting with "_" to a null value. The reducer and the aggregator write
+// "+v" for a value added and "-v" for a value subtracted; the aggregate
+// starts from "0".
+func buildTableGroupBy(c *opBuild) {
+	t := c.table("in", "in-store")
+	if c.s.Filter != nil {
+		drop := *c.s.Filter
+		t = t.Filter(func(_, v string) bool { return v != drop })
+	}
+	g := topology.GroupTable(t, byFirstChar)
+	store := topology.Materialized(c.name("agg"))
+	add := func(agg, v string) string { return agg + "+" + v }
+	sub := func(agg, v string) string { return agg + "-" + v }
+	switch c.s.Agg {
+	case "reduce":
+		g.Reduce(add, sub, store).ToStream().To(c.name("out"))
+	case "aggregate":
+		topology.AggregateTable(g, func() string { return "0" },
+			func(_, v, agg string) string { return add(agg, v) },
+			func(_, v, agg string) string { return sub(agg, v) },
+			serde.String(), store).ToStream().To(c.name("out"))
+	default:
+		g.Count(store).ToStream().To(c.name("out"))
+	}
+}
+
+// byFirstChar is table-groupby's selector: the group is the value's first
+// character; "-" is no key, "_" no value (Kafka Streams' nulls).
+func byFirstChar(_, v string) (string, string, bool) {
+	if v == "" || strings.HasPrefix(v, "-") || strings.HasPrefix(v, "_") {
+		return "", "", false
+	}
+	return v[:1], v, true
+}
