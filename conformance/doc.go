@@ -20,6 +20,8 @@
 //	tumbling, hopping  WindowedBy(TumblingWindows / HoppingWindows), "size", "advance", "grace", "agg", "final"
 //	sliding            WindowedBy(SlidingWindows), "size" (the time difference), "grace", "agg", "final"
 //	session            SessionWindowedBy, "gap", "grace", "agg"
+//	cogroup            Cogroup of "left" ("L:v;") and "right" ("R:v;") into one string per key; windowed
+//	                   by "size" ("advance"; "window": "sliding") or "gap", "grace"; "rekey" re-keys "left"
 //	stream-table       Join of stream "left" with table "right" ("rekey": re-key the stream first)
 //	stream-table-left  LeftJoin of the same
 //	table-table        JoinTables of tables "left" and "right"

@@ -24,6 +24,9 @@ type Script struct {
 	Final   string  `json:"final,omitempty"`
 	Filter  *string `json:"filter,omitempty"`
 	Rekey   bool    `json:"rekey,omitempty"`
+	// Window picks the windows of "cogroup" ("sliding"; by default "size"
+	// makes time windows and "gap" session windows).
+	Window string `json:"window,omitempty"`
 	// Materialize gives a table operator's result a store of its own.
 	Materialize bool    `json:"materialize,omitempty"`
 	Inputs      []Input `json:"inputs"`
