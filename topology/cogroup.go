@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/serde"
@@ -179,7 +180,7 @@ func (cw CogroupedWindowed[K, VA]) Aggregate(init func() VA, vas serde.Serde[VA]
 		aggs = append(aggs, n)
 	}
 	queryable(b, store, ks, vas)
-	return c.mergeWindowed(aggs, ks, vas, store, cfg)
+	return c.mergeWindowed(aggs, ks, vas, store, cfg, cw.w.grace)
 }
 
 // CogroupedSessions is a Cogrouped cut into session windows, ready for
@@ -234,7 +235,7 @@ func (cs CogroupedSessions[K, VA]) Aggregate(init func() VA, merger func(K, VA, 
 		aggs = append(aggs, n)
 	}
 	queryable(b, store, ks, vas)
-	return c.mergeWindowed(aggs, ks, vas, store, cfg)
+	return c.mergeWindowed(aggs, ks, vas, store, cfg, cs.w.gap+cs.w.grace)
 }
 
 // resolve reports the mistakes common to every cogrouped aggregation and
@@ -274,7 +275,7 @@ func (c Cogrouped[K, VA]) adders() []func(K, any, VA) VA {
 
 // mergeWindowed adds the node that merges the per-input windowed
 // aggregation processors into one table.
-func (c Cogrouped[K, VA]) mergeWindowed(aggs []*nodeDef, ks serde.Serde[K], vas serde.Serde[VA], store string, cfg config) Table[Windowed[K], VA] {
+func (c Cogrouped[K, VA]) mergeWindowed(aggs []*nodeDef, ks serde.Serde[K], vas serde.Serde[VA], store string, cfg config, closeDelay time.Duration) Table[Windowed[K], VA] {
 	mcfg := config{}
 	if cfg.name != "" {
 		mcfg.name = cfg.name + "-cogroup-merge"
@@ -284,7 +285,7 @@ func (c Cogrouped[K, VA]) mergeWindowed(aggs []*nodeDef, ks serde.Serde[K], vas 
 	if ks != nil {
 		ws = WindowedSerde(ks)
 	}
-	return Table[Windowed[K], VA]{b: c.b, node: n, ks: ws, vs: vas, store: store}
+	return Table[Windowed[K], VA]{b: c.b, node: n, ks: ws, vs: vas, store: store, windowed: true, closeDelay: closeDelay}
 }
 
 // cogroupStep is the step of one input of a windowed cogroup.

@@ -81,7 +81,7 @@ func sessionAggregate[K, V, VA any](sg SessionGrouped[K, V], prefix string, vas 
 	if in.ks == nil {
 		ws = nil
 	}
-	return Table[Windowed[K], VA]{b: b, node: n, ks: ws, vs: vas, store: store}
+	return Table[Windowed[K], VA]{b: b, node: n, ks: ws, vs: vas, store: store, windowed: true, closeDelay: sg.w.gap + sg.w.grace}
 }
 
 // sessionAgg aggregates per key and session, as Kafka Streams'

@@ -101,6 +101,7 @@ public final class Oracle {
   static final List<Family> FAMILIES = List.of(
       new Aggregations(),
       new Cogroup(),
+      new Suppress(),
       new Joins(),
       new Stateless());
 
