@@ -219,7 +219,7 @@ func (cs CogroupedSessions[K, VA]) Aggregate(init func() VA, merger func(K, VA, 
 	adders := c.adders()
 	aggs := make([]*nodeDef, 0, len(nodes))
 	for lane, node := range nodes {
-		p := sessionAgg[K, any, VA]{store: store, w: cs.w, ks: ks, vas: vas, step: cogroupStep(init, adders[lane]), merge: merger}
+		p := sessionAgg[K, any, VA]{store: store, times: store + "-stream-time", w: cs.w, ks: ks, vas: vas, step: cogroupStep(init, adders[lane]), merge: merger}
 		n := b.addNode(&nodeDef{
 			kind: processor.KindProcessor,
 			newProc: func() processor.Processor[any, any, any, any] {
@@ -229,8 +229,10 @@ func (cs CogroupedSessions[K, VA]) Aggregate(init func() VA, merger func(K, VA, 
 		}, prefix, laneConfig(cfg, lane), node)
 		if lane == 0 {
 			b.addStore(statestore.Spec{Name: store, Kind: statestore.KindSession, Retention: 2*cs.w.gap + cs.w.grace, Logged: true}, n)
+			addSessionTimes(b, p.times, n)
 		} else {
 			b.connectStore(n, store)
+			b.connectStore(n, p.times)
 		}
 		aggs = append(aggs, n)
 	}
