@@ -54,7 +54,8 @@ func Cogroup[K, V, VA any](g Grouped[K, V], adder func(K, V, VA) VA) Cogrouped[K
 }
 
 // CogroupWith returns c with g added: g's records are folded into the same
-// aggregate by adder.
+// aggregate by adder. Each call adds an input, so a grouped stream added
+// twice has each record folded twice.
 func CogroupWith[K, V, VA any](c Cogrouped[K, VA], g Grouped[K, V], adder func(K, V, VA) VA) Cogrouped[K, VA] {
 	if c.b == nil {
 		c.b = g.s.b

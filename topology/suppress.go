@@ -42,7 +42,9 @@ func UntilTimeLimit(limit time.Duration, buf BufferConfig) Suppression {
 // stream time reaches its end plus the grace of the windowed aggregation
 // (for sessions, gap plus grace) — and emits its final result, stamped
 // with its latest update's timestamp; windows deleted before (merged
-// sessions) emit nothing. For a windowed table only. It is Kafka Streams'
+// sessions) emit nothing. For a windowed table only, with a buffer that
+// does not emit early (Unbounded, or bounded with ShutDownWhenFull), as
+// Kafka Streams' StrictBufferConfig. It is Kafka Streams'
 // Suppressed.untilWindowCloses; EmitFinal on a time-windowed aggregation
 // gives the same results without a buffer.
 func UntilWindowCloses(buf BufferConfig) Suppression {
@@ -138,6 +140,9 @@ func (t Table[K, V]) Suppress(s Suppression, opts ...Option) Table[K, V] {
 	if s.finalOnly {
 		if _, ok := any(*new(K)).(windowEnder); !ok || !t.windowed {
 			b.failf("%s: UntilWindowCloses needs a table of a windowed aggregation, not of %s keys", prefix, typeName[K]())
+		}
+		if !s.buf.shutDown {
+			b.failf("%s: UntilWindowCloses emits final results only: its buffer must not emit early (use Unbounded or ShutDownWhenFull)", prefix)
 		}
 		p.limit = t.closeDelay.Milliseconds()
 	}

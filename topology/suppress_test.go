@@ -97,9 +97,12 @@ func TestSuppressBuildErrors(t *testing.T) {
 	prices.Suppress(topology.UntilWindowCloses(topology.Unbounded()))
 	prices.Suppress(topology.UntilTimeLimit(time.Second, topology.BufferConfig{}))
 	prices.Suppress(topology.UntilTimeLimit(-time.Second, topology.BufferMaxRecords(-1)))
+	clicks := topology.NewStream(b, "clicks", serde.String(), serde.String())
+	topology.WindowedBy(clicks.GroupByKey(), topology.TumblingWindows(time.Second)).Count().
+		Suppress(topology.UntilWindowCloses(topology.BufferMaxRecords(10)))
 	_, err := b.Build()
 	require.ErrorIs(t, err, topology.ErrInvalidTopology)
-	for _, msg := range []string{"UntilWindowCloses needs a table of a windowed aggregation", "buffer without a bound", "negative"} {
+	for _, msg := range []string{"UntilWindowCloses needs a table of a windowed aggregation", "buffer without a bound", "negative", "must not emit early"} {
 		require.ErrorContains(t, err, msg)
 	}
 }
