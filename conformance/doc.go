@@ -20,6 +20,11 @@
 //	tumbling, hopping  WindowedBy(TumblingWindows / HoppingWindows), "size", "advance", "grace", "agg", "final"
 //	sliding            WindowedBy(SlidingWindows), "size" (the time difference), "grace", "agg", "final"
 //	session            SessionWindowedBy, "gap", "grace", "agg"
+//	cogroup            Cogroup of "left" ("L:v;") and "right" ("R:v;") into one string per key; windowed
+//	                   by "size" ("advance"; "window": "sliding") or "gap", "grace"; "rekey" re-keys "left"
+//	suppress           Table "in" (or, with "size", a tumbling count; with "gap", a session count) Suppress'ed
+//	                   UntilTimeLimit("limit") in a buffer of "maxRecords" / "maxBytes" that emits early;
+//	                   "final": "suppress" is UntilWindowCloses
 //	stream-table       Join of stream "left" with table "right" ("rekey": re-key the stream first)
 //	stream-table-left  LeftJoin of the same
 //	table-table        JoinTables of tables "left" and "right"

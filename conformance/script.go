@@ -24,6 +24,14 @@ type Script struct {
 	Final   string  `json:"final,omitempty"`
 	Filter  *string `json:"filter,omitempty"`
 	Rekey   bool    `json:"rekey,omitempty"`
+	// Window picks the windows of "cogroup" ("sliding"; by default "size"
+	// makes time windows and "gap" session windows).
+	Window string `json:"window,omitempty"`
+	// Limit, MaxRecords and MaxBytes are the time limit and buffer bounds
+	// of "suppress" (0: unbounded).
+	Limit      int64 `json:"limit,omitempty"`
+	MaxRecords int64 `json:"maxRecords,omitempty"`
+	MaxBytes   int64 `json:"maxBytes,omitempty"`
 	// Materialize gives a table operator's result a store of its own.
 	Materialize bool    `json:"materialize,omitempty"`
 	Inputs      []Input `json:"inputs"`

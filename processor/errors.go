@@ -62,6 +62,11 @@ func (e *RecordError) Unwrap() error { return e.Err }
 // panicked; the panic value is in the message.
 var ErrPanic = errors.New("processor: panic in user code")
 
+// ErrStop is wrapped by a processor's error that must stop the
+// application whatever its bad-record policy: the record is fine, the
+// processor cannot go on (a full suppression buffer set to shut down).
+var ErrStop = errors.New("processor: the application must stop")
+
 // ErrTaskClosed is returned by a task used after Close.
 var ErrTaskClosed = errors.New("processor: task closed")
 

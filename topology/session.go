@@ -1,7 +1,9 @@
 package topology
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/weirstream/weir/processor"
@@ -67,7 +69,7 @@ func sessionAggregate[K, V, VA any](sg SessionGrouped[K, V], prefix string, vas 
 	if store == "" {
 		store = b.nextName(prefix + "-STATE-STORE")
 	}
-	p := sessionAgg[K, V, VA]{store: store, w: sg.w, ks: in.ks, vas: vas, step: st, merge: merge}
+	p := sessionAgg[K, V, VA]{store: store, times: store + "-stream-time", w: sg.w, ks: in.ks, vas: vas, step: st, merge: merge}
 	n := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
@@ -76,26 +78,46 @@ func sessionAggregate[K, V, VA any](sg SessionGrouped[K, V], prefix string, vas 
 		},
 	}, prefix, cfg, in.node)
 	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindSession, Retention: 2*sg.w.gap + sg.w.grace, Logged: true}, n)
+	addSessionTimes(b, p.times, n)
 	queryable(b, store, in.ks, vas)
 	ws := WindowedSerde(in.ks)
 	if in.ks == nil {
 		ws = nil
 	}
-	return Table[Windowed[K], VA]{b: b, node: n, ks: ws, vs: vas, store: store}
+	return Table[Windowed[K], VA]{b: b, node: n, ks: ws, vs: vas, store: store, windowed: true, closeDelay: sg.w.gap + sg.w.grace}
+}
+
+// addSessionTimes declares the store beside session store that keeps its
+// time (see sessionAgg), owned by n.
+func addSessionTimes(b *Builder, times string, n *nodeDef) {
+	b.addStore(statestore.Spec{Name: times, Kind: statestore.KindKeyValue, Logged: true}, n)
+	if sd, ok := b.stores[times]; ok {
+		sd.companion = true
+	}
 }
 
 // sessionAgg aggregates per key and session, as Kafka Streams'
 // KStreamSessionWindowAggregate: a session takes records while stream time
 // (this processor's) minus gap and grace is not after its end, and results
 // and the tombstones of merged sessions are stamped with the session end.
+//
+// Which stored sessions a record can merge with is decided by the session
+// store's own time, as Kafka Streams' segmented store decides it: the
+// largest session end written so far, before this record. A session whose
+// end is not after that time minus gap and grace is out of the store's
+// retention. The time is kept in the store "<store>-stream-time" (with a
+// changelog), so that it survives restarts as the store's does and is
+// shared by the processors of a cogroup.
 type sessionAgg[K, V, VA any] struct {
 	store    string
+	times    string
 	w        SessionWindows
 	ks       serde.Serde[K]
 	vas      serde.Serde[VA]
 	step     step[K, V, VA]
 	merge    func(K, VA, VA) VA
 	ss       *statestore.Sessions[K, VA]
+	tkv      statestore.KeyValueStore
 	observed int64 // the largest timestamp this processor has seen; -1 before the first
 	expired  int64
 }
@@ -104,7 +126,30 @@ func (p *sessionAgg[K, V, VA]) Init(ctx processor.Context[any, any]) error {
 	ss, err := processor.SessionStore(ctx, p.store, p.ks, p.vas)
 	p.ss = ss
 	p.observed = -1
-	return err
+	if err != nil {
+		return err
+	}
+	s, err := ctx.StateStore(p.times)
+	if err != nil {
+		return err
+	}
+	tkv, ok := s.(statestore.KeyValueStore)
+	if !ok {
+		return fmt.Errorf("topology: session aggregate %q: %q is not a key-value store", p.store, p.times)
+	}
+	p.tkv = tkv
+	return nil
+}
+
+var storeTimeKey = []byte("stream-time")
+
+// storeTime returns the largest session end written to the store, or -1.
+func (p *sessionAgg[K, V, VA]) storeTime() (int64, error) {
+	b, ok, err := p.tkv.Get(storeTimeKey)
+	if err != nil || !ok || len(b) != 8 {
+		return -1, err
+	}
+	return int64(binary.BigEndian.Uint64(b)), nil
 }
 
 type session[VA any] struct {
@@ -134,15 +179,23 @@ func (p *sessionAgg[K, V, VA]) process(ctx processor.Context[any, any], r proces
 	gap := p.w.gap.Milliseconds()
 	p.observed = max(p.observed, ts)
 	closeTime := p.observed - p.w.grace.Milliseconds() - gap
+	stored, err := p.storeTime()
+	if err != nil {
+		return err
+	}
+	retained := int64(math.MinInt64) // sessions ending after this are in the store's retention
+	if stored >= 0 {
+		retained = stored - p.w.grace.Milliseconds() - gap
+	}
 	it, err := p.ss.FindSessions(r.Key, time.UnixMilli(ts-gap), time.UnixMilli(ts+gap))
 	if err != nil {
 		return err
 	}
 	var merged []session[VA]
 	for it.Next() {
-		// A closed session is out of the store's retention in Kafka
+		// A session out of the store's retention is gone in Kafka
 		// Streams: a record near it starts a new session.
-		if end := it.End().UnixMilli(); end > closeTime {
+		if end := it.End().UnixMilli(); end > retained {
 			merged = append(merged, session[VA]{start: it.Start().UnixMilli(), end: end, agg: it.Value()})
 		}
 	}
@@ -179,6 +232,11 @@ func (p *sessionAgg[K, V, VA]) process(ctx processor.Context[any, any], r proces
 	}
 	if err := p.forward(ctx, r, cur.start, cur.end, cur.agg); err != nil {
 		return err
+	}
+	if cur.end > stored {
+		if err := p.tkv.Put(storeTimeKey, binary.BigEndian.AppendUint64(nil, uint64(cur.end))); err != nil {
+			return err
+		}
 	}
 	// Sessions that ended before closeTime-gap can no longer merge or change.
 	if cutoff := closeTime - gap; cutoff >= p.expired+gap {

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/serde"
@@ -22,6 +23,11 @@ type Table[K, V any] struct {
 	ks    serde.Serde[K]
 	vs    serde.Serde[V]
 	store string // "" when not materialized
+	// windowed is set on the tables of windowed aggregations; closeDelay
+	// is then how long after a window's end, in stream time, the window
+	// closes: its grace, or gap + grace for sessions (UntilWindowCloses).
+	windowed   bool
+	closeDelay time.Duration
 }
 
 // NewTable reads topic as a table, materialized in a store named by
@@ -172,7 +178,7 @@ func (t Table[K, V]) filter(pred func(K, V) bool, keep bool, opts []Option) Tabl
 	if sd, ok := t.b.stores[present]; ok {
 		sd.companion = true
 	}
-	out := Table[K, V]{b: t.b, node: n, ks: t.ks, vs: t.vs}
+	out := Table[K, V]{b: t.b, node: n, ks: t.ks, vs: t.vs, windowed: t.windowed, closeDelay: t.closeDelay}
 	if cfg.store != "" {
 		out = out.materialize("KTABLE-FILTER", cfg.store)
 	}
@@ -240,7 +246,7 @@ func MapTableValues[K, V, VR any](t Table[K, V], fn func(K, V) VR, opts ...Optio
 		r.Value = fn(tr.Key, tr.Value)
 		return ctx.Forward(r)
 	}, t.node)
-	out := Table[K, VR]{b: t.b, node: n, ks: t.ks, vs: sameOrInfer[V, VR](t.vs)}
+	out := Table[K, VR]{b: t.b, node: n, ks: t.ks, vs: sameOrInfer[V, VR](t.vs), windowed: t.windowed, closeDelay: t.closeDelay}
 	if cfg.store != "" {
 		out = out.materialize("KTABLE-MAPVALUES", cfg.store)
 	}

@@ -114,7 +114,7 @@ func windowAggregate[K, V, VA any](wg WindowedGrouped[K, V], prefix string, vas 
 	if in.ks == nil {
 		ws = nil
 	}
-	return Table[Windowed[K], VA]{b: b, node: n, ks: ws, vs: vas, store: store}
+	return Table[Windowed[K], VA]{b: b, node: n, ks: ws, vs: vas, store: store, windowed: true, closeDelay: wg.w.grace}
 }
 
 // windowAgg aggregates per key and time window, as Kafka Streams'

@@ -37,7 +37,8 @@ type Config struct {
 	WallClock time.Time
 	// OnError decides what happens to an input record the topology cannot
 	// handle (a *processor.RecordError): return nil to skip it, an error to
-	// fail the Pipe call. Default: fail.
+	// fail the Pipe call. Default: fail. An error wrapping processor.ErrStop
+	// fails the Pipe call whatever OnError says.
 	OnError func(*processor.RecordError) error
 }
 
@@ -144,7 +145,7 @@ func (d *Driver) handle(err error) error {
 	if !errors.As(err, &re) {
 		return fmt.Errorf("topologytest: %w", err)
 	}
-	if d.cfg.OnError == nil {
+	if d.cfg.OnError == nil || errors.Is(re, processor.ErrStop) {
 		return fmt.Errorf("topologytest: %w", re)
 	}
 	return d.cfg.OnError(re)

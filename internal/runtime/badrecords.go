@@ -63,7 +63,7 @@ func DeadLetterTopic(topic string) string { return topic + "-dlq" }
 // error when the application must stop.
 func (r *Runtime) handleBadRecord(ctx context.Context, rec kafka.Record, err error) error {
 	var re *processor.RecordError
-	if !errors.As(err, &re) || isStagingFull(err) || errors.Is(err, ErrRewind) || errors.Is(err, errNotSent) {
+	if !errors.As(err, &re) || isStagingFull(err) || errors.Is(err, ErrRewind) || errors.Is(err, errNotSent) || errors.Is(err, processor.ErrStop) {
 		return err // not about the record: a store, sink, producer or transaction failure
 	}
 	switch r.cfg.BadRecords {

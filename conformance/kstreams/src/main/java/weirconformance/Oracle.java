@@ -100,6 +100,8 @@ public final class Oracle {
 
   static final List<Family> FAMILIES = List.of(
       new Aggregations(),
+      new Cogroup(),
+      new Suppress(),
       new Joins(),
       new OuterJoins(),
       new ForeignKeyJoins(),
