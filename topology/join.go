@@ -12,9 +12,11 @@ import (
 // Joins match records by key. Both inputs must be co-partitioned — their
 // topics have the same number of partitions and are partitioned by the same
 // key — which weir checks when the application starts. Streams whose keys may
-// have changed are repartitioned before joining. Records with a null key,
-// and stream records with a null value, are dropped and counted under
-// processor.MetricDroppedNull.
+// have changed are repartitioned before joining. Stream records with a null
+// value, and records with a null key, are dropped and counted under
+// processor.MetricDroppedNull — except a stream record with a null key in a
+// stream–table LeftJoin, which is joined with no table value, as in Kafka
+// Streams since 3.7 (KIP-962).
 
 // Join joins each stream record with the table's current value for its key
 // (an inner join: records whose key is not in the table are dropped). Only
@@ -31,7 +33,8 @@ func Join[K, V, VT, VR any](s Stream[K, V], t Table[K, VT], joiner func(K, V, VT
 
 // LeftJoin joins each stream record with the table's current value for its
 // key; found is false, and vt the zero value, when the key is not in the
-// table.
+// table. A stream record with a null key is joined with no table value (k
+// is K's zero value, found false) and keeps its null key.
 func LeftJoin[K, V, VT, VR any](s Stream[K, V], t Table[K, VT], joiner func(k K, v V, vt VT, found bool) VR, opts ...Option) Stream[K, VR] {
 	return streamTableJoin(s, t, "KSTREAM-LEFTJOIN", opts, func(k K, v V, vt VT, found bool) (VR, bool) {
 		return joiner(k, v, vt, found), true
@@ -50,10 +53,11 @@ func streamTableJoin[K, V, VT, VR any](s Stream[K, V], t Table[K, VT], prefix st
 	}
 	in := s.partitioned("")
 	store, ks, vts := t.store, t.ks, t.vs
+	left := prefix == "KSTREAM-LEFTJOIN"
 	n := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
-			return &streamTableJoinProc[K, V, VT, VR]{store: store, ks: ks, vts: vts, join: join}
+			return &streamTableJoinProc[K, V, VT, VR]{store: store, ks: ks, vts: vts, join: join, nullKeys: left}
 		},
 	}, prefix, cfg, in.node)
 	b.connectStore(n, store)
@@ -65,7 +69,10 @@ type streamTableJoinProc[K, V, VT, VR any] struct {
 	ks    serde.Serde[K]
 	vts   serde.Serde[VT]
 	join  func(K, V, VT, bool) (VR, bool)
-	table *statestore.KV[K, VT]
+	// nullKeys: a record with a null key is joined with no table value
+	// (a left join) instead of dropped.
+	nullKeys bool
+	table    *statestore.KV[K, VT]
 }
 
 func (p *streamTableJoinProc[K, V, VT, VR]) Init(ctx processor.Context[any, any]) error {
@@ -75,9 +82,23 @@ func (p *streamTableJoinProc[K, V, VT, VR]) Init(ctx processor.Context[any, any]
 }
 
 func (p *streamTableJoinProc[K, V, VT, VR]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-	if r.Key == nil || r.Value == nil {
+	if r.Value == nil || (r.Key == nil && !p.nullKeys) {
 		ctx.Count(processor.MetricDroppedNull, 1)
 		return nil
+	}
+	if r.Key == nil {
+		v, err := processor.As[V](r.Value)
+		if err != nil {
+			return err
+		}
+		var k K
+		var vt VT
+		out, ok := p.join(k, v, vt, false)
+		if !ok {
+			return nil
+		}
+		r.Value = out
+		return ctx.Forward(r)
 	}
 	tr, err := processor.Assert[K, V](r)
 	if err != nil {
