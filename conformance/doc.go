@@ -23,6 +23,7 @@
 //	stream-table       Join of stream "left" with table "right" ("rekey": re-key the stream first)
 //	stream-table-left  LeftJoin of the same
 //	table-table        JoinTables of tables "left" and "right"
+//	table-table-left   LeftJoinTables of the same; table-table-outer: OuterJoinTables
 //	stream-stream      JoinStreams of streams "left" and "right", "before", "after", "grace"
 //	table-filter       NewTable + Filter (drops the value "filter"), table-mapvalues: + MapTableValues
 //	stateless          FlatMapValues (split on ",") + MapValues (upper case); merge: Merge of "left" and "right"

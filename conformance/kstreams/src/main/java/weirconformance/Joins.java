@@ -34,6 +34,18 @@ final class Joins implements Oracle.Family {
         left.join(right, (v1, v2) -> v1 + "+" + v2).toStream().to("out", Oracle.OUT);
         return true;
       }
+      case "table-table-left": {
+        KTable<String, String> left = table(b, "left", "left-store");
+        KTable<String, String> right = table(b, "right", "right-store");
+        left.leftJoin(right, (v1, v2) -> v1 + "+" + v2).toStream().to("out", Oracle.OUT);
+        return true;
+      }
+      case "table-table-outer": {
+        KTable<String, String> left = table(b, "left", "left-store");
+        KTable<String, String> right = table(b, "right", "right-store");
+        left.outerJoin(right, (v1, v2) -> v1 + "+" + v2).toStream().to("out", Oracle.OUT);
+        return true;
+      }
       case "stream-stream": {
         KStream<String, String> left = input(b, s, "left");
         KStream<String, String> right = input(b, s, "right");
