@@ -25,6 +25,7 @@
 //	table-table        JoinTables of tables "left" and "right"
 //	table-table-left   LeftJoinTables of the same; table-table-outer: OuterJoinTables
 //	stream-stream      JoinStreams of streams "left" and "right", "before", "after", "grace"
+//	to-table           ToTable of "in" ("materialize": in a store; "rekey": re-key first)
 //	table-filter       NewTable + Filter (drops the value "filter"), table-mapvalues: + MapTableValues
 //	stateless          FlatMapValues (split on ",") + MapValues (upper case); merge: Merge of "left" and "right"
 //
