@@ -42,7 +42,7 @@ func TestToTableRepartitionsARekeyedStream(t *testing.T) {
 	topo, err := b.Build()
 	require.NoError(t, err)
 	desc := topo.Describe()
-	require.Contains(t, desc, "Sink: by-initial-repartition-sink (topic: <app>-by-initial-repartition)")
+	require.Contains(t, desc, "Sink: by-initial-repartition-sink (topic: by-initial-repartition)")
 	require.Contains(t, desc, "Processor: by-initial (stores: [])")
 	require.Equal(t, 2, strings.Count(desc, "Sub-topology:"))
 }
