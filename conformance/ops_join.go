@@ -32,18 +32,22 @@ func buildTableTable(c *opBuild) {
 	c.count = false
 	left := c.table("left", "left-store")
 	right := c.table("right", "right-store")
+	var opts []topology.Option
+	if c.s.Materialize {
+		opts = append(opts, topology.Materialized(c.name("join-store")))
+	}
 	var out topology.Table[string, string]
 	switch c.s.Op {
 	case "table-table":
-		out = topology.JoinTables(left, right, func(_, v1, v2 string) string { return v1 + "+" + v2 })
+		out = topology.JoinTables(left, right, func(_, v1, v2 string) string { return v1 + "+" + v2 }, opts...)
 	case "table-table-left":
 		out = topology.LeftJoinTables(left, right, func(_, v1, v2 string, found bool) string {
 			return v1 + "+" + orNull(v2, found)
-		})
+		}, opts...)
 	default:
 		out = topology.OuterJoinTables(left, right, func(_, v1 string, found1 bool, v2 string, found2 bool) string {
 			return orNull(v1, found1) + "+" + orNull(v2, found2)
-		})
+		}, opts...)
 	}
 	out.ToStream().To(c.name("out"))
 }
