@@ -26,10 +26,10 @@ import (
 //     result did not exist). Stamped with this update's timestamp.
 //
 // So an inner join's result exists while both sides have the key, a left
-// join's while the left side has it, an outer join's while either has it;
-// a delete is forwarded whenever the other side has the key, even when the
-// result had no value before (Kafka Streams does the same without old
-// values).
+// join's while the left side has it, an outer join's while either has it.
+// While the other side has the key, a delete of this side is forwarded (as
+// a delete or a recomputed result) even if this side did not have the key:
+// Kafka Streams does the same.
 
 // JoinTables joins two tables on their keys (an inner join): the result has
 // joiner(k, v1, v2) for each key present in both, and is updated by updates
