@@ -230,11 +230,11 @@ func Example_topology() {
 	//     Processor: KSTREAM-KEY-SELECT-0000000002 (stores: [])
 	//       --> KSTREAM-REPARTITION-0000000003-repartition-sink
 	//       <-- KSTREAM-FLATMAPVALUES-0000000001
-	//     Sink: KSTREAM-REPARTITION-0000000003-repartition-sink (topic: <app>-KSTREAM-REPARTITION-0000000003-repartition)
+	//     Sink: KSTREAM-REPARTITION-0000000003-repartition-sink (topic: KSTREAM-REPARTITION-0000000003-repartition)
 	//       <-- KSTREAM-KEY-SELECT-0000000002
 	//
-	//    Sub-topology: 1
-	//     Source: KSTREAM-REPARTITION-0000000003-repartition-source (topics: [<app>-KSTREAM-REPARTITION-0000000003-repartition])
+	//   Sub-topology: 1
+	//     Source: KSTREAM-REPARTITION-0000000003-repartition-source (topics: [KSTREAM-REPARTITION-0000000003-repartition])
 	//       --> KSTREAM-COUNT-0000000006
 	//     Processor: KSTREAM-COUNT-0000000006 (stores: [counts])
 	//       --> KTABLE-TOSTREAM-0000000007

@@ -12,9 +12,11 @@ import (
 // Joins match records by key. Both inputs must be co-partitioned — their
 // topics have the same number of partitions and are partitioned by the same
 // key — which weir checks when the application starts. Streams whose keys may
-// have changed are repartitioned before joining. Records with a null key,
-// and stream records with a null value, are dropped and counted under
-// processor.MetricDroppedNull.
+// have changed are repartitioned before joining. Stream records with a null
+// value, and records with a null key, are dropped and counted under
+// processor.MetricDroppedNull — except a stream record with a null key in a
+// stream–table LeftJoin, which is joined with no table value, as in Kafka
+// Streams since 3.7 (KIP-962).
 
 // Join joins each stream record with the table's current value for its key
 // (an inner join: records whose key is not in the table are dropped). Only
@@ -31,7 +33,8 @@ func Join[K, V, VT, VR any](s Stream[K, V], t Table[K, VT], joiner func(K, V, VT
 
 // LeftJoin joins each stream record with the table's current value for its
 // key; found is false, and vt the zero value, when the key is not in the
-// table.
+// table. A stream record with a null key is joined with no table value (k
+// is K's zero value, found false) and keeps its null key.
 func LeftJoin[K, V, VT, VR any](s Stream[K, V], t Table[K, VT], joiner func(k K, v V, vt VT, found bool) VR, opts ...Option) Stream[K, VR] {
 	return streamTableJoin(s, t, "KSTREAM-LEFTJOIN", opts, func(k K, v V, vt VT, found bool) (VR, bool) {
 		return joiner(k, v, vt, found), true
@@ -50,10 +53,11 @@ func streamTableJoin[K, V, VT, VR any](s Stream[K, V], t Table[K, VT], prefix st
 	}
 	in := s.partitioned("")
 	store, ks, vts := t.store, t.ks, t.vs
+	left := prefix == "KSTREAM-LEFTJOIN"
 	n := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
-			return &streamTableJoinProc[K, V, VT, VR]{store: store, ks: ks, vts: vts, join: join}
+			return &streamTableJoinProc[K, V, VT, VR]{store: store, ks: ks, vts: vts, join: join, nullKeys: left}
 		},
 	}, prefix, cfg, in.node)
 	b.connectStore(n, store)
@@ -65,7 +69,10 @@ type streamTableJoinProc[K, V, VT, VR any] struct {
 	ks    serde.Serde[K]
 	vts   serde.Serde[VT]
 	join  func(K, V, VT, bool) (VR, bool)
-	table *statestore.KV[K, VT]
+	// nullKeys: a record with a null key is joined with no table value
+	// (a left join) instead of dropped.
+	nullKeys bool
+	table    *statestore.KV[K, VT]
 }
 
 func (p *streamTableJoinProc[K, V, VT, VR]) Init(ctx processor.Context[any, any]) error {
@@ -75,9 +82,23 @@ func (p *streamTableJoinProc[K, V, VT, VR]) Init(ctx processor.Context[any, any]
 }
 
 func (p *streamTableJoinProc[K, V, VT, VR]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-	if r.Key == nil || r.Value == nil {
+	if r.Value == nil || (r.Key == nil && !p.nullKeys) {
 		ctx.Count(processor.MetricDroppedNull, 1)
 		return nil
+	}
+	if r.Key == nil {
+		v, err := processor.As[V](r.Value)
+		if err != nil {
+			return err
+		}
+		var k K
+		var vt VT
+		out, ok := p.join(k, v, vt, false)
+		if !ok {
+			return nil
+		}
+		r.Value = out
+		return ctx.Forward(r)
 	}
 	tr, err := processor.Assert[K, V](r)
 	if err != nil {
@@ -92,101 +113,6 @@ func (p *streamTableJoinProc[K, V, VT, VR]) Process(ctx processor.Context[any, a
 		return nil
 	}
 	r.Value = out
-	return ctx.Forward(r)
-}
-
-// JoinTables joins two tables on their keys (an inner join): the result has
-// joiner(k, v1, v2) for each key present in both, and is updated by updates
-// on either side. A delete on either side deletes the result.
-func JoinTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], joiner func(K, V1, V2) VR, opts ...Option) Table[K, VR] {
-	b := a.b
-	cfg := newConfig(opts)
-	if c.b != b {
-		b.failf("JoinTables: tables from different builders")
-		return Table[K, VR]{b: b, node: a.node}
-	}
-	if a.store == "" || c.store == "" {
-		b.failf("JoinTables: both tables must be materialized; give them Materialized(name)")
-	}
-	ks := a.ks
-	// A result is stamped with the later of the two sides' timestamps, as
-	// in Kafka Streams: each table keeps its keys' timestamps beside it.
-	aTS, cTS := b.timestampsOf(a.store), b.timestampsOf(c.store)
-	left := b.addNode(&nodeDef{
-		kind: processor.KindProcessor,
-		newProc: func() processor.Processor[any, any, any, any] {
-			return &tableJoinSide[K, V1, V2, VR]{other: c.store, otherTS: cTS, ks: ks, vos: c.vs, join: joiner}
-		},
-	}, "KTABLE-JOINTHIS", config{}, a.node)
-	b.connectStore(left, c.store)
-	b.connectStore(left, cTS)
-	right := b.addNode(&nodeDef{
-		kind: processor.KindProcessor,
-		newProc: func() processor.Processor[any, any, any, any] {
-			return &tableJoinSide[K, V2, V1, VR]{other: a.store, otherTS: aTS, ks: ks, vos: a.vs,
-				join: func(k K, v2 V2, v1 V1) VR { return joiner(k, v1, v2) }}
-		},
-	}, "KTABLE-JOINOTHER", config{}, c.node)
-	b.connectStore(right, a.store)
-	b.connectStore(right, aTS)
-	merge := b.stateless("KTABLE-MERGE", cfg, forwardAll, left, right)
-	out := Table[K, VR]{b: b, node: merge, ks: a.ks, vs: inferSerde[VR]()}
-	if cfg.store != "" {
-		out = out.materialize("KTABLE-JOIN", cfg.store)
-	}
-	return out
-}
-
-// tableJoinSide handles the updates of one side of a table-table join,
-// looking the key up in the other side's store.
-type tableJoinSide[K, V, VO, VR any] struct {
-	other   string
-	otherTS string // the other side's timestamps
-	ks      serde.Serde[K]
-	vos     serde.Serde[VO]
-	join    func(K, V, VO) VR
-	kv      *statestore.KV[K, VO]
-	ts      *statestore.KV[K, int64]
-}
-
-func (p *tableJoinSide[K, V, VO, VR]) Init(ctx processor.Context[any, any]) error {
-	kv, err := processor.KeyValueStore(ctx, p.other, p.ks, p.vos)
-	p.kv = kv
-	if err == nil {
-		p.ts, err = processor.KeyValueStore(ctx, p.otherTS, p.ks, serde.Int64())
-	}
-	return err
-}
-
-func (p *tableJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-	if r.Key == nil {
-		ctx.Count(processor.MetricDroppedNull, 1)
-		return nil
-	}
-	k, err := processor.As[K](r.Key)
-	if err != nil {
-		return err
-	}
-	vo, found, err := p.kv.Get(k)
-	if err != nil {
-		return fmt.Errorf("topology: join with %q: %w", p.other, err)
-	}
-	if !found {
-		return nil
-	}
-	if ts, ok, err := p.ts.Get(k); err != nil {
-		return fmt.Errorf("topology: join with %q: %w", p.other, err)
-	} else if ok && ts > r.Timestamp.UnixMilli() {
-		r.Timestamp = time.UnixMilli(ts)
-	}
-	if r.Value == nil {
-		return ctx.Forward(r) // this side deleted: the result is deleted
-	}
-	v, err := processor.As[V](r.Value)
-	if err != nil {
-		return err
-	}
-	r.Value = p.join(k, v, vo)
 	return ctx.Forward(r)
 }
 

@@ -193,3 +193,31 @@ func TestJoinAndAggregateTimestamps(t *testing.T) {
 	}
 	require.Equal(t, []int64{1008, 1008, 1010}, stamps)
 }
+
+// A stream record with a null key is joined with no table value by a left
+// join (Kafka Streams since 3.7, KIP-962) and dropped by an inner join; a
+// null value is dropped by both.
+func TestStreamTableJoinNullKey(t *testing.T) {
+	b := topology.NewBuilder()
+	orders := topology.NewStream(b, "orders", serde.String(), serde.String())
+	users := topology.NewTable(b, "users", serde.String(), serde.String(), topology.Materialized("users"))
+	topology.Join(orders, users, func(_, order, name string) string { return name + " ordered " + order }).To("inner")
+	topology.LeftJoin(orders, users, func(user, order, name string, found bool) string {
+		return "user " + user + " ordered " + order + " found " + map[bool]string{true: "yes", false: "no"}[found]
+	}).To("left")
+	d := newDriver(t, b)
+
+	require.NoError(t, d.PipeRaw("users", nil, []byte("Ann"), ms(1))) // a table drops a null key
+	require.NoError(t, d.PipeRaw("orders", nil, []byte("book"), ms(2)))
+	require.NoError(t, d.PipeRaw("orders", nil, nil, ms(3)))
+	require.NoError(t, d.PipeRaw("orders", []byte("u1"), nil, ms(4)))
+
+	require.Empty(t, d.Topic("inner"))
+	left := d.Topic("left")
+	require.Len(t, left, 1)
+	require.Nil(t, left[0].Key)
+	require.Equal(t, "user  ordered book found no", string(left[0].Value))
+	require.Equal(t, ms(2), left[0].Timestamp)
+	// users' null key; book in the inner join; both nulls in both joins.
+	require.Equal(t, int64(6), d.Counters()[processor.MetricDroppedNull])
+}

@@ -2,6 +2,8 @@ package topology
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/weirstream/weir/processor"
@@ -45,25 +47,65 @@ func (t *Topology) topics(get func(*processor.Subtopology) []processor.TopicRef)
 	return out
 }
 
-// Describe prints the topology like Kafka Streams' TopologyDescription:
-// each sub-topology with its sources, processors (and their stores) and
-// sinks, and the edges between them. Internal topics show as
-// "<app>-<name>".
+// Describe prints the topology as Kafka Streams'
+// topology.describe().toString() prints its TopologyDescription, so that
+// the two can be compared line by line: each sub-topology with its
+// sources, processors (and their stores) and sinks, and the edges between
+// them. As in Kafka Streams, the nodes of a sub-topology are listed by the
+// size of the graph below them (the number of paths from the node, itself
+// included), largest first, then by name, and so are the nodes each edge
+// line lists; internal topics show by their name without the application
+// id ("<name>-repartition"); a sub-topology after the first is indented
+// one space less.
 func (t *Topology) Describe() string {
 	var sb strings.Builder
-	sb.WriteString("Topologies:\n")
+	sb.WriteString("Topologies:\n ")
 	for _, st := range t.graph.Subtopologies {
-		fmt.Fprintf(&sb, "   Sub-topology: %d\n", st.ID)
+		sb.WriteString("  ")
+		fmt.Fprintf(&sb, "Sub-topology: %d\n", st.ID)
+		byName := map[string]*processor.Node{}
 		parents := map[string][]string{}
-		for _, n := range st.Nodes {
+		for j := range st.Nodes {
+			n := &st.Nodes[j]
+			byName[n.Name] = n
 			for _, c := range n.Children {
 				parents[c] = append(parents[c], n.Name)
 			}
 		}
+		size := map[string]int{}
+		var sizeOf func(name string) int
+		sizeOf = func(name string) int {
+			if s, ok := size[name]; ok {
+				return s
+			}
+			s := 1
+			if n := byName[name]; n != nil {
+				for _, c := range n.Children {
+					s += sizeOf(c)
+				}
+			}
+			size[name] = s
+			return s
+		}
+		order := func(names []string) []string {
+			out := slices.Clone(names)
+			sort.SliceStable(out, func(a, b int) bool {
+				if sa, sb := sizeOf(out[a]), sizeOf(out[b]); sa != sb {
+					return sa > sb
+				}
+				return out[a] < out[b]
+			})
+			return out
+		}
+		names := make([]string, 0, len(st.Nodes))
 		for _, n := range st.Nodes {
+			names = append(names, n.Name)
+		}
+		for _, name := range order(names) {
+			n := byName[name]
 			switch n.Kind {
 			case processor.KindSource:
-				fmt.Fprintf(&sb, "    Source: %s (topics: %s)\n", n.Name, refList(n.Topics))
+				fmt.Fprintf(&sb, "    Source: %s (topics: %s)\n", n.Name, topicNames(n.Topics))
 			case processor.KindProcessor:
 				var stores []string
 				for _, s := range n.Stores {
@@ -73,17 +115,13 @@ func (t *Topology) Describe() string {
 				}
 				fmt.Fprintf(&sb, "    Processor: %s (stores: [%s])\n", n.Name, strings.Join(stores, ", "))
 			case processor.KindSink:
-				fmt.Fprintf(&sb, "    Sink: %s (topic: %s)\n", n.Name, n.Topic)
+				fmt.Fprintf(&sb, "    Sink: %s (topic: %s)\n", n.Name, n.Topic.Name)
 			}
-			if len(n.Children) > 0 {
-				fmt.Fprintf(&sb, "      --> %s\n", strings.Join(n.Children, ", "))
-			} else if n.Kind != processor.KindSink {
-				sb.WriteString("      --> none\n")
+			if n.Kind != processor.KindSink {
+				fmt.Fprintf(&sb, "      --> %s\n", nodeNames(order(n.Children)))
 			}
-			if ps := parents[n.Name]; len(ps) > 0 {
-				fmt.Fprintf(&sb, "      <-- %s\n", strings.Join(ps, ", "))
-			} else if n.Kind != processor.KindSource {
-				sb.WriteString("      <-- none\n")
+			if n.Kind != processor.KindSource {
+				fmt.Fprintf(&sb, "      <-- %s\n", nodeNames(order(parents[n.Name])))
 			}
 		}
 		sb.WriteString("\n")
@@ -91,13 +129,23 @@ func (t *Topology) Describe() string {
 	return sb.String()
 }
 
+// nodeNames lists nodes as Kafka Streams does: "none" for no node.
+func nodeNames(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
 // String returns Describe's text.
 func (t *Topology) String() string { return t.Describe() }
 
-func refList(refs []processor.TopicRef) string {
+// topicNames lists a source's topics by name, as Kafka Streams prints
+// them: an internal topic without the application id.
+func topicNames(refs []processor.TopicRef) string {
 	names := make([]string, len(refs))
 	for i, r := range refs {
-		names[i] = r.String()
+		names[i] = r.Name
 	}
 	return "[" + strings.Join(names, ", ") + "]"
 }

@@ -315,11 +315,16 @@ func (p *windowAgg[K, V, VA]) emitClosed(ctx processor.Context[any, any], closeT
 }
 
 // expire drops windows that closed more than a window size ago; retention is
-// size + grace (2·time difference + grace for sliding windows).
+// size + grace (2·time difference + grace + 1ms for sliding windows).
+//
+// A sliding window ending at closeTime still takes records (ends are
+// inclusive). It may be the right window of a record at closeTime−d−1, to
+// be created from that record's left window, which starts at
+// closeTime−2d−1: so sliding windows starting at closeTime−2d−1 are kept.
 func (p *windowAgg[K, V, VA]) expire(closeTime int64) error {
 	cutoff := closeTime - p.w.size.Milliseconds()
 	if p.w.kind == sliding {
-		cutoff -= p.w.size.Milliseconds()
+		cutoff -= p.w.size.Milliseconds() + 1
 	}
 	step := p.w.advance.Milliseconds()
 	if step <= 0 {

@@ -106,6 +106,23 @@ func TestSlidingWindows(t *testing.T) {
 	}, readCounts(t, d))
 }
 
+// TestSlidingWindowEndingAtCloseTime: the window ending exactly at the
+// close time still takes records (ends are inclusive), so the record that
+// defines it must still be in the store: here the window [1021,1031],
+// right after the record at 1020, when the close time is 1036 - 5.
+func TestSlidingWindowEndingAtCloseTime(t *testing.T) {
+	d := windowedCounts(t, topology.SlidingWindows(10*time.Millisecond).WithGrace(5*time.Millisecond))
+	pipeClicks(t, d, click{"ann", 1020}, click{"ann", 1036}, click{"ann", 1025})
+	require.Equal(t, []kv{
+		{Key: "ann@[1010,1020)", Value: 1},
+		{Key: "ann@[1026,1036)", Value: 1},
+		// 1025's own window [1015,1025] closed at 1031; the window
+		// right after 1020 ends at 1031 and is open.
+		{Key: "ann@[1021,1031)", Value: 1},
+	}, readCounts(t, d))
+	require.Equal(t, int64(1), d.Counters()[processor.MetricDroppedLate])
+}
+
 // TestWindowResultTimestamps pins Kafka Streams' timestamps (issue 21): a
 // window's update carries the largest record timestamp in the window, and
 // so does its final result.

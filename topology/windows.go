@@ -78,11 +78,11 @@ func (w Windows) validate() error {
 }
 
 // retention is how long the windows' state is kept: size + grace, and
-// 2·time difference + grace for sliding windows (a record may read the
+// 2·time difference + grace + 1ms for sliding windows (a record may read the
 // aggregate of the window before its own).
 func (w Windows) retention() time.Duration {
 	if w.kind == sliding {
-		return 2*w.size + w.grace
+		return 2*w.size + w.grace + time.Millisecond
 	}
 	return w.size + w.grace
 }

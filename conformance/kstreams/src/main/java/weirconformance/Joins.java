@@ -7,8 +7,10 @@ import static weirconformance.Oracle.table;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.time.Duration;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.kstream.*;
+import org.apache.kafka.streams.state.KeyValueStore;
 
 /** The joins: stream–table, table–table and stream–stream. */
 final class Joins implements Oracle.Family {
@@ -32,6 +34,24 @@ final class Joins implements Oracle.Family {
         KTable<String, String> left = table(b, "left", "left-store");
         KTable<String, String> right = table(b, "right", "right-store");
         left.join(right, (v1, v2) -> v1 + "+" + v2).toStream().to("out", Oracle.OUT);
+        return true;
+      }
+      case "table-table-left": {
+        KTable<String, String> left = table(b, "left", "left-store");
+        KTable<String, String> right = table(b, "right", "right-store");
+        (s.path("materialize").asBoolean(false)
+            ? left.leftJoin(right, (v1, v2) -> v1 + "+" + v2, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("join-store")
+                .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()))
+            : left.leftJoin(right, (v1, v2) -> v1 + "+" + v2)).toStream().to("out", Oracle.OUT);
+        return true;
+      }
+      case "table-table-outer": {
+        KTable<String, String> left = table(b, "left", "left-store");
+        KTable<String, String> right = table(b, "right", "right-store");
+        (s.path("materialize").asBoolean(false)
+            ? left.outerJoin(right, (v1, v2) -> v1 + "+" + v2, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("join-store")
+                .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()))
+            : left.outerJoin(right, (v1, v2) -> v1 + "+" + v2)).toStream().to("out", Oracle.OUT);
         return true;
       }
       case "stream-stream": {

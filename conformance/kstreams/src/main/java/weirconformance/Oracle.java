@@ -106,6 +106,7 @@ public final class Oracle {
       new OuterJoins(),
       new ForeignKeyJoins(),
       new TableAggregations(),
+      new StreamToTable(),
       new Stateless());
 
   static Topology topology(JsonNode s) {
