@@ -23,6 +23,8 @@
 //	stream-table       Join of stream "left" with table "right" ("rekey": re-key the stream first)
 //	stream-table-left  LeftJoin of the same
 //	table-table        JoinTables of tables "left" and "right"
+//	global-join        JoinGlobal of stream "left" with global table "right" by the value's first character
+//	global-join-left   LeftJoinGlobal of the same (an empty value maps to no key: Kafka Streams' null)
 //	stream-stream      JoinStreams of streams "left" and "right", "before", "after", "grace"
 //	table-filter       NewTable + Filter (drops the value "filter"), table-mapvalues: + MapTableValues
 //	stateless          FlatMapValues (split on ",") + MapValues (upper case); merge: Merge of "left" and "right"

@@ -100,6 +100,7 @@ public final class Oracle {
 
   static final List<Family> FAMILIES = List.of(
       new Aggregations(),
+      new GlobalTables(),
       new Joins(),
       new Stateless());
 
