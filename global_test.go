@@ -1,7 +1,9 @@
 package weir_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +57,7 @@ func TestGlobalTableOnTwoInstances(t *testing.T) {
 				kafkatest.Produce(t, env, recs...)
 
 				dirA := t.TempDir()
-				opts := mode.opts
+				opts := append([]weir.Option{weir.WithHTTP("127.0.0.1:0")}, mode.opts...)
 				a := startInstance(t, topo, env, appID, append(opts, weir.WithStateDir(dirA))...)
 				c := startInstance(t, topo, env, appID, opts...)
 				time.Sleep(3 * time.Second) // both are members: each runs half the tasks
@@ -76,6 +78,18 @@ func TestGlobalTableOnTwoInstances(t *testing.T) {
 				require.Eventually(t, func() bool {
 					return a.app.Stats().GlobalRead == 11 && c.app.Stats().GlobalRead == 11
 				}, time.Minute, 20*time.Millisecond, "both instances read the update")
+				// Each instance answers a query of the global store itself.
+				for _, addr := range httpAddrs(t, a, c) {
+					status, body := get(t, addr, keyPath("users", "u3"))
+					require.Equal(t, http.StatusOK, status, "%s", body)
+					var r struct {
+						Value    string `json:"value"`
+						ServedBy string `json:"servedBy"`
+					}
+					require.NoError(t, json.Unmarshal(body, &r))
+					require.Equal(t, "renamed", r.Value)
+					require.Equal(t, addr, r.ServedBy)
+				}
 				kafkatest.Produce(t, env, orderRecs(20, "u3", "second")...)
 				joined := waitJoined(t, env, out, 40, "")
 				partitions := map[int32]bool{}

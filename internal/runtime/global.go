@@ -331,3 +331,35 @@ func (b *globalBatch) Get([]byte) ([]byte, bool, error) {
 func (b *globalBatch) Range(_, _ []byte) (statestore.Iterator, error) { return nil, errGlobalBatchRead }
 func (b *globalBatch) PrefixScan([]byte) (statestore.Iterator, error) { return nil, errGlobalBatchRead }
 func (b *globalBatch) ApproximateNumEntries() (int64, error)          { return 0, errGlobalBatchRead }
+
+// globalInfo describes a global store for queries: one partition, 0, that
+// every instance holds once it has restored it (0 partitions before: the
+// query layer then answers "starting").
+func (r *Runtime) globalInfo(name string, codec processor.StoreCodec) (StoreInfo, bool) {
+	def := r.cfg.Graph.Global(name)
+	if def == nil {
+		return StoreInfo{}, false
+	}
+	info := StoreInfo{Spec: def.Spec, Codec: codec, Subtopology: -1, Global: true}
+	if r.prepared.Load() && r.global != nil { // prepared is stored after global: read it first
+		info.Partitions = 1
+	}
+	return info, true
+}
+
+// queryGlobal returns a read-only handle on a global store as this
+// instance's global reader has applied it: a key is looked up here, never
+// forwarded.
+func (r *Runtime) queryGlobal(info StoreInfo, partition int32) (statestore.Store, error) {
+	if info.Partitions == 0 {
+		return nil, fmt.Errorf("%w: global store %q is not restored yet", ErrNotOwner, info.Spec.Name)
+	}
+	if partition != globalRows {
+		return nil, fmt.Errorf("runtime: global store %q has one partition, 0; not %d", info.Spec.Name, partition)
+	}
+	s, err := r.db.Reader(info.Spec, globalRows)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: %w", err)
+	}
+	return s, nil
+}
