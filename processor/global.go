@@ -1,9 +1,7 @@
 package processor
 
 import (
-	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/weirstream/weir/statestore"
 )
@@ -81,101 +79,6 @@ func (g *Graph) Global(name string) *GlobalStore {
 	}
 	return nil
 }
-
-// ErrReadOnly is returned by writes to a global store through a task: only
-// the global reader writes it.
-var ErrReadOnly = errors.New("processor: global store is read-only in a task")
-
-// SharedKV is a key-value store one writer (the global reader) updates
-// while tasks on other goroutines read it: every call holds a lock, and an
-// iterator reads a copy taken under it, so a reader never sees a write
-// half done. Stores that are safe for concurrent use already pay nothing
-// but the lock.
-type SharedKV struct {
-	mu sync.RWMutex
-	s  statestore.KeyValueStore
-}
-
-// NewSharedKV wraps s.
-func NewSharedKV(s statestore.KeyValueStore) *SharedKV { return &SharedKV{s: s} }
-
-// Name returns the store's name.
-func (x *SharedKV) Name() string { return x.s.Name() }
-
-// Close closes the store.
-func (x *SharedKV) Close() error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.s.Close()
-}
-
-// Get reads key.
-func (x *SharedKV) Get(key []byte) ([]byte, bool, error) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return x.s.Get(key)
-}
-
-// Put writes key.
-func (x *SharedKV) Put(key, value []byte) error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.s.Put(key, value)
-}
-
-// Delete deletes key.
-func (x *SharedKV) Delete(key []byte) error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.s.Delete(key)
-}
-
-// Range returns a copy of the entries in [from, to).
-func (x *SharedKV) Range(from, to []byte) (statestore.Iterator, error) {
-	return x.copyOf(func() (statestore.Iterator, error) { return x.s.Range(from, to) })
-}
-
-// PrefixScan returns a copy of the entries whose keys start with prefix.
-func (x *SharedKV) PrefixScan(prefix []byte) (statestore.Iterator, error) {
-	return x.copyOf(func() (statestore.Iterator, error) { return x.s.PrefixScan(prefix) })
-}
-
-// ApproximateNumEntries returns the store's estimate.
-func (x *SharedKV) ApproximateNumEntries() (int64, error) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return x.s.ApproximateNumEntries()
-}
-
-func (x *SharedKV) copyOf(open func() (statestore.Iterator, error)) (statestore.Iterator, error) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	it, err := open()
-	if err != nil {
-		return nil, err
-	}
-	var out copiedIter
-	for it.Next() {
-		out.keys = append(out.keys, append([]byte(nil), it.Key()...))
-		out.vals = append(out.vals, append([]byte(nil), it.Value()...))
-	}
-	if err := errors.Join(it.Err(), it.Close()); err != nil {
-		return nil, err
-	}
-	out.i = -1
-	return &out, nil
-}
-
-type copiedIter struct {
-	keys, vals [][]byte
-	i          int
-}
-
-func (c *copiedIter) Next() bool    { c.i++; return c.i < len(c.keys) }
-func (c *copiedIter) Key() []byte   { return c.keys[c.i] }
-func (c *copiedIter) Value() []byte { return c.vals[c.i] }
-func (c *copiedIter) Err() error    { return nil }
-func (c *copiedIter) Close() error  { return nil }
 
 // readOnlyKV is a global store as a task sees it: reads pass through,
 // writes fail with ErrReadOnly, Close does nothing (the engine owns it).
