@@ -136,3 +136,44 @@ func waitJoined(t *testing.T, env *kafkatest.Env, topic string, n int, want stri
 	}
 	return got
 }
+
+// A record of a global table's topic that its serdes cannot read follows
+// the bad-record policy: skipped and counted under Skip, while the good
+// records around it are applied; under Fail the instance does not start,
+// naming the record.
+func TestGlobalTableBadRecords(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		orders, prices, out := kafkatest.Topic(t), kafkatest.Topic(t), kafkatest.Topic(t)
+		kafkatest.CreateTopic(t, env, orders, 2)
+		kafkatest.CreateTopic(t, env, prices, 1)
+		kafkatest.CreateTopic(t, env, out, 2)
+		b := topology.NewBuilder()
+		table := topology.NewGlobalTable(b, prices, serde.String(), serde.Int64(), topology.Materialized("prices"))
+		stream := topology.NewStream(b, orders, serde.String(), serde.String())
+		topology.JoinGlobal(stream, table, func(_, item string) (string, bool) { return item, true },
+			func(_, item string, price int64) string { return fmt.Sprintf("%s@%d", item, price) }).To(out)
+		topo, err := b.Build()
+		require.NoError(t, err)
+		price := func(item string, value []byte) kafka.Record {
+			return kafka.Record{Topic: prices, Partition: 0, Key: []byte(item), Value: value, Timestamp: time.UnixMilli(1)}
+		}
+		eight, err := serde.Int64().Serialize(prices, 8)
+		require.NoError(t, err)
+		kafkatest.Produce(t, env, price("pen", []byte("bad")), price("ink", eight))
+
+		failing, err := weir.New(topo, baseOptions(t, env, kafkatest.GroupID(t))...)
+		require.NoError(t, err)
+		err = failing.Run(t.Context())
+		require.ErrorContains(t, err, prices+"/0@0", "Fail stops the instance at the bad record")
+
+		skipping := startInstance(t, topo, env, kafkatest.GroupID(t), weir.WithBadRecordPolicy(weir.Skip))
+		require.Eventually(t, func() bool { return skipping.app.Stats().GlobalRead == 2 },
+			time.Minute, 20*time.Millisecond, "the global reader read both records")
+		require.Equal(t, int64(1), skipping.app.Stats().Skipped)
+		kafkatest.Produce(t, env, kafka.Record{Topic: orders, Partition: 0, Key: []byte("o1"), Value: []byte("ink"), Timestamp: time.UnixMilli(2)},
+			kafka.Record{Topic: orders, Partition: 1, Key: []byte("o2"), Value: []byte("pen"), Timestamp: time.UnixMilli(2)})
+		got := waitJoined(t, env, out, 1, "ink@8")
+		require.Equal(t, "o1", string(got[0].Key))
+		require.NoError(t, skipping.stop(t))
+	})
+}

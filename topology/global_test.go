@@ -67,7 +67,8 @@ func TestGlobalTableDescribe(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"left"}, topo.SourceTopics())
 	require.Equal(t, []string{"right"}, topo.GlobalTopics())
-	// Kafka Streams 4.4 describes the same program so.
+	// Kafka Streams 4.4 describes the same program so (weir indents every
+	// sub-topology alike).
 	require.Equal(t, `Topologies:
    Sub-topology: 0 for global store (will not generate tasks)
     Source: KSTREAM-SOURCE-0000000001 (topics: [right])
@@ -86,6 +87,34 @@ func TestGlobalTableDescribe(t *testing.T) {
 
 `, topo.Describe())
 	require.Len(t, topo.Graph().Subtopologies, 1)
+}
+
+// A named global table declared after a stream: Kafka Streams numbers it
+// after the stream's sub-topology and suffixes its source's name.
+func TestGlobalTableDescribeNamed(t *testing.T) {
+	b := topology.NewBuilder()
+	left := topology.NewStream(b, "left", serde.String(), serde.String())
+	right := topology.NewGlobalTable(b, "right", serde.String(), serde.String(), topology.Named("gt"))
+	topology.LeftJoinGlobal(left, right, byFirstChar, func(_, v, vg string, _ bool) string { return v + vg }).To("out")
+	topo, err := b.Build()
+	require.NoError(t, err)
+	require.Equal(t, `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [left])
+      --> KSTREAM-LEFTJOIN-0000000004
+    Processor: KSTREAM-LEFTJOIN-0000000004 (stores: [])
+      --> KSTREAM-SINK-0000000005
+      <-- KSTREAM-SOURCE-0000000000
+    Sink: KSTREAM-SINK-0000000005 (topic: out)
+      <-- KSTREAM-LEFTJOIN-0000000004
+
+   Sub-topology: 1 for global store (will not generate tasks)
+    Source: gt-source (topics: [right])
+      --> gt
+    Processor: gt (stores: [right-STATE-STORE-0000000001])
+      --> none
+      <-- gt-source
+`, topo.Describe())
 }
 
 func TestGlobalTableMistakes(t *testing.T) {
