@@ -134,12 +134,6 @@ func (r *Runtime) restoreGlobal(ctx context.Context, gs *globalState, def *proce
 	for p := range parts {
 		parts[p] = int32(p)
 	}
-	if r.cfg.BadRecords == DeadLetter {
-		dlq := r.cfg.InternalTopics.spec(DeadLetterTopic(def.Topic), n, false)
-		if err := r.admin.EnsureTopics(ctx, []kafka.TopicSpec{dlq}); err != nil {
-			return nil, err
-		}
-	}
 	ends, err := r.EndOffsets(ctx, def.Topic, parts)
 	if err != nil {
 		return nil, err
@@ -362,4 +356,35 @@ func (r *Runtime) queryGlobal(info StoreInfo, partition int32) (statestore.Store
 		return nil, fmt.Errorf("runtime: %w", err)
 	}
 	return s, nil
+}
+
+// checkGlobalTopics is the preflight of the global tables' topics (see
+// CheckTopics): each must exist; under the DeadLetter policy its
+// dead-letter topic is created with as many partitions, or must have them.
+func checkGlobalTopics(req Requirements, facts map[string]kafka.TopicFacts, opts PreflightOptions) (errs []error, create []kafka.TopicSpec) {
+	for _, t := range req.Globals {
+		f := facts[t]
+		switch {
+		case f.Unauthorized:
+			errs = append(errs, fmt.Errorf("%w: global table topic %q: the cluster refuses to describe it (an ACL granting Read on it is needed)", ErrNotAuthorized, t))
+			continue
+		case !f.Exists():
+			errs = append(errs, fmt.Errorf("%w: global table topic %q does not exist", ErrMissingTopic, t))
+			continue
+		}
+		if !opts.DeadLetter {
+			continue
+		}
+		dlq := DeadLetterTopic(t)
+		switch d := facts[dlq]; {
+		case d.Unauthorized:
+			errs = append(errs, fmt.Errorf("%w: dead-letter topic %q: the cluster refuses to describe it (an ACL granting Write on it is needed, and one granting Create while it does not exist)", ErrNotAuthorized, dlq))
+		case !d.Exists():
+			create = append(create, opts.Internal.spec(dlq, f.Partitions, false))
+		case d.Partitions != f.Partitions:
+			errs = append(errs, fmt.Errorf("%w: dead-letter topic %q has %d partitions; weir needs %d, as many as %q",
+				ErrInternalTopic, dlq, d.Partitions, f.Partitions, t))
+		}
+	}
+	return errs, create
 }
