@@ -235,6 +235,9 @@ type Stats struct {
 	DeadLettered int64
 	// Restored counts changelog records replayed into stores.
 	Restored int64
+	// GlobalRead counts the records of the global tables' topics read into
+	// their stores, at restore and since (bad and dropped ones too).
+	GlobalRead int64
 }
 
 // Stats returns the counters of the current or last run.
@@ -246,5 +249,6 @@ func (a *App) Stats() Stats {
 	return Stats{
 		RecordsIn: s.RecordsIn.Load(), RecordsOut: s.RecordsOut.Load(),
 		Skipped: s.Skipped.Load(), DeadLettered: s.DeadLetter.Load(), Restored: s.Restored.Load(),
+		GlobalRead: s.GlobalRead.Load(),
 	}
 }

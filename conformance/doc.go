@@ -29,6 +29,8 @@
 //	stream-table-left  LeftJoin of the same
 //	table-table        JoinTables of tables "left" and "right"
 //	table-table-left   LeftJoinTables of the same; table-table-outer: OuterJoinTables
+//	global-join        JoinGlobal of stream "left" with global table "right" by the value's first character
+//	global-join-left   LeftJoinGlobal of the same (an empty value maps to no key: Kafka Streams' null)
 //	stream-stream      JoinStreams of streams "left" and "right", "before", "after", "grace"
 //	stream-stream-left LeftJoinStreams of the same; stream-stream-outer: OuterJoinStreams
 //	fk-join            JoinTablesOnForeignKey of table "left" (value "x:payload" names foreign key "x") with table "right"

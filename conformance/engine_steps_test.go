@@ -70,6 +70,11 @@ func TestContinuousEngineStepByStep(t *testing.T) {
 			}
 		}
 
+		globals := map[string]bool{} // the global tables' topics, which no group member reads
+		for _, topic := range topo.GlobalTopics() {
+			globals[topic] = true
+		}
+
 		app, err := weir.New(topo,
 			weir.WithBrokers(env.Brokers...),
 			weir.WithApplicationID(appID),
@@ -91,18 +96,27 @@ func TestContinuousEngineStepByStep(t *testing.T) {
 
 		got := make([][]conformance.Output, len(scripts))
 		seen := make([]int, len(scripts))
+		globalRecords := int64(0)
 		for step := 0; step < steps; step++ {
 			var recs []kafka.Record
 			for i, s := range scripts {
 				if step < len(s.Inputs) {
 					in := s.Inputs[step]
 					k, v := in.Bytes()
-					recs = append(recs, kafka.Record{Topic: fmt.Sprintf("%s-%d-%s", base, i, topicOf(in)), Partition: 0, Key: k, Value: v, Timestamp: time.UnixMilli(in.TS)})
+					topic := fmt.Sprintf("%s-%d-%s", base, i, topicOf(in))
+					recs = append(recs, kafka.Record{Topic: topic, Partition: 0, Key: k, Value: v, Timestamp: time.UnixMilli(in.TS)})
+					if globals[topic] {
+						globalRecords++
+					}
 				}
 			}
 			kafkatest.Produce(t, env, recs...)
 			require.Eventually(t, func() bool { return caughtUp(t, ctx, cl, env, appID, sources) },
 				time.Minute, 20*time.Millisecond, "step %d: the application never committed every input", step)
+			// A global table's records are read by the global reader, not
+			// the group: wait until they are in its store.
+			require.Eventually(t, func() bool { return app.Stats().GlobalRead >= globalRecords },
+				time.Minute, 20*time.Millisecond, "step %d: the global reader never read every record", step)
 			for i := range scripts {
 				all := kafkatest.ReadCommitted(t, env, fmt.Sprintf("%s-%d-out", base, i))
 				for _, r := range all[seen[i]:] {

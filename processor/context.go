@@ -39,6 +39,9 @@ func (c *nodeContext) ForwardTo(name string, r Record[any, any]) error {
 func (c *nodeContext) StateStore(name string) (statestore.Store, error) {
 	for _, s := range c.node.def.Stores {
 		if s == name {
+			if gs, ok := c.node.task.globals[name]; ok {
+				return gs, nil
+			}
 			return c.node.task.stores[name], nil
 		}
 	}

@@ -103,3 +103,7 @@ func As[T any](x any) (T, error) {
 func reflectName[T any]() string {
 	return reflect.TypeFor[T]().String()
 }
+
+// ErrReadOnly is returned by writes to a global store through a task: only
+// the engine's global reader writes it (see GlobalStore).
+var ErrReadOnly = errors.New("processor: global store is read-only in a task")

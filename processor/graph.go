@@ -20,6 +20,9 @@ type Graph struct {
 	// StoreCodecs holds, by store name, the codecs of the stores that
 	// interactive queries can read (see StoreCodec).
 	StoreCodecs map[string]StoreCodec
+	// Globals are the global stores (global tables) tasks may read; they
+	// belong to no sub-topology (see GlobalStore).
+	Globals []GlobalStore
 }
 
 // Subtopology is a connected part of a topology. All its source topics must
@@ -185,7 +188,7 @@ func (g *Graph) Validate() error {
 				}
 			}
 			for _, s := range n.Stores {
-				if !stores[s] {
+				if !stores[s] && g.Global(s) == nil {
 					fail("node %q: unknown store %q", n.Name, s)
 				}
 			}
@@ -214,6 +217,14 @@ func (g *Graph) Validate() error {
 			default:
 				fail("node %q has unknown kind %d", n.Name, n.Kind)
 			}
+		}
+	}
+	for _, gs := range g.Globals {
+		if gs.Spec.Name == "" || gs.Topic == "" || gs.Canon == nil || gs.Spec.Kind != statestore.KindKeyValue {
+			fail("global store %q needs a name, a topic, a key-value kind and Canon", gs.Spec.Name)
+		}
+		if _, ok := readers[gs.Topic]; ok {
+			fail("topic %s is read by a sub-topology and global store %q", gs.Topic, gs.Spec.Name)
 		}
 	}
 	return errors.Join(errs...)

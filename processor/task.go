@@ -38,6 +38,9 @@ type TaskConfig struct {
 	// sharing this byte bound (see FlushCache); nil forwards every update
 	// as it happens.
 	CacheBudget *statestore.CacheBudget
+	// Globals holds, by name, the global stores (Graph.Globals) the
+	// sub-topology reads; the task reads them and never writes them.
+	Globals map[string]statestore.KeyValueStore
 }
 
 // Task runs one sub-topology for one partition. It is deterministic and pure:
@@ -52,6 +55,7 @@ type Task struct {
 	byName   map[string]*node
 	sources  map[string]*node // resolved topic -> source node
 	stores   map[string]statestore.Store
+	globals  map[string]statestore.Store // read-only views of global stores
 	sched    schedule
 	stream   int64 // stream time in ms; -1 before the first record
 	wall     int64 // wall-clock time in ms
@@ -119,6 +123,11 @@ func NewTask(g *Graph, cfg TaskConfig) (*Task, error) {
 		}
 		t.stores[spec.Name] = s
 	}
+	globals, err := globalStores(g, st, cfg.Globals)
+	if err != nil {
+		return nil, err
+	}
+	t.globals = globals
 	for i := range st.Nodes {
 		def := &st.Nodes[i]
 		n := &node{def: def, task: t}

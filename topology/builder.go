@@ -24,6 +24,7 @@ type Builder struct {
 	byName  map[string]*nodeDef
 	stores  map[string]*storeDef
 	sources map[string]*nodeDef // topic -> source node
+	globals []*globalDef        // global tables (global.go)
 	seq     int
 	errs    []error
 	built   bool
@@ -178,7 +179,7 @@ func (b *Builder) Build() (*Topology, error) {
 	errs := append([]error(nil), b.errs...)
 	for _, n := range b.nodes {
 		for _, s := range n.stores {
-			if _, ok := b.stores[s]; !ok {
+			if _, ok := b.stores[s]; !ok && b.global(s) == nil {
 				errs = append(errs, fmt.Errorf("%w: node %q uses unknown store %q", ErrInvalidTopology, n.name, s))
 			}
 		}
@@ -205,7 +206,7 @@ func (b *Builder) Build() (*Topology, error) {
 			companions[name] = true
 		}
 	}
-	return &Topology{graph: g, companions: companions}, nil
+	return &Topology{graph: g, companions: companions, order: b.describeOrder(g)}, nil
 }
 
 // compile groups nodes into sub-topologies: nodes linked by parent/child
@@ -237,6 +238,9 @@ func (b *Builder) compile() *processor.Graph {
 			union(n, c)
 		}
 		for _, s := range n.stores {
+			if b.global(s) != nil {
+				continue // every task reads a global store: it links none
+			}
 			if u, ok := storeUsers[s]; ok {
 				union(n, u)
 			} else {
@@ -268,7 +272,7 @@ func (b *Builder) compile() *processor.Graph {
 			subOf[n] = id
 			st.Nodes = append(st.Nodes, n.compile())
 			for _, s := range n.stores {
-				if !seen[s] {
+				if !seen[s] && b.global(s) == nil {
 					seen[s] = true
 					st.Stores = append(st.Stores, b.stores[s].spec)
 				}
@@ -288,6 +292,7 @@ func (b *Builder) compile() *processor.Graph {
 			})
 		}
 	}
+	b.compileGlobals(g)
 	names := make([]string, 0, len(b.stores))
 	for name := range b.stores {
 		names = append(names, name)

@@ -184,10 +184,10 @@ func TestForeignKeyJoinDescribe(t *testing.T) {
 	require.NoError(t, err)
 	desc := topo.Describe()
 	for _, want := range []string{
-		"Source: fk-subscription-registration-source (topics: [<app>-fk-subscription-registration-repartition])",
+		"Source: fk-subscription-registration-source (topics: [fk-subscription-registration-repartition])",
 		"Processor: fk-subscription-receive (stores: [fk-subscription-store, right])",
 		"Processor: fk-foreign-join-subscription (stores: [fk-subscription-store])",
-		"Sink: fk-subscription-response-sink (topic: <app>-fk-subscription-response-repartition)",
+		"Sink: fk-subscription-response-sink (topic: fk-subscription-response-repartition)",
 		"Processor: fk-subscription-response-resolver (stores: [])",
 	} {
 		require.Contains(t, desc, want)

@@ -167,11 +167,11 @@ func TestGroupTableDescribe(t *testing.T) {
     Processor: KTABLE-SELECT-0000000002 (stores: [])
       --> KSTREAM-SINK-0000000003
       <-- KTABLE-SOURCE-MATERIALIZE-0000000001
-    Sink: KSTREAM-SINK-0000000003 (topic: <app>-per-region-repartition)
+    Sink: KSTREAM-SINK-0000000003 (topic: per-region-repartition)
       <-- KTABLE-SELECT-0000000002
 
-   Sub-topology: 1
-    Source: KSTREAM-SOURCE-0000000004 (topics: [<app>-per-region-repartition])
+  Sub-topology: 1
+    Source: KSTREAM-SOURCE-0000000004 (topics: [per-region-repartition])
       --> KTABLE-AGGREGATE-0000000005
     Processor: KTABLE-AGGREGATE-0000000005 (stores: [per-region])
       --> KTABLE-TOSTREAM-0000000006

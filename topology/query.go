@@ -18,7 +18,13 @@ func queryable[K, V any](b *Builder, store string, ks serde.Serde[K], vs serde.S
 	if !ok || ks == nil || vs == nil {
 		return
 	}
-	sd.codec = &processor.StoreCodec{
+	sd.codec = storeCodec(store, ks, vs)
+}
+
+// storeCodec returns the codecs of store, whose keys ks encodes and values
+// vs.
+func storeCodec[K, V any](store string, ks serde.Serde[K], vs serde.Serde[V]) *processor.StoreCodec {
+	return &processor.StoreCodec{
 		ParseKey: func(text string) ([]byte, error) {
 			k, err := parseKey[K](text)
 			if err != nil {

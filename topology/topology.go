@@ -17,6 +17,9 @@ type Topology struct {
 	// "-timestamps" stores): Kafka Streams keeps their contents in the
 	// store itself, so Describe does not list them.
 	companions map[string]bool
+	// order lists sub-topologies and global stores as Describe numbers
+	// them.
+	order []describeItem
 }
 
 // Graph returns the compiled graph engines instantiate tasks from.
@@ -26,6 +29,17 @@ func (t *Topology) Graph() *processor.Graph { return t.graph }
 // first use.
 func (t *Topology) SourceTopics() []string {
 	return t.topics(func(st *processor.Subtopology) []processor.TopicRef { return st.SourceTopics() })
+}
+
+// GlobalTopics returns the topics the topology's global tables read, in
+// order of declaration. They are not among SourceTopics: no task reads
+// them.
+func (t *Topology) GlobalTopics() []string {
+	var out []string
+	for _, g := range t.graph.Globals {
+		out = append(out, g.Topic)
+	}
+	return out
 }
 
 // SinkTopics returns the external topics the topology writes.
@@ -60,9 +74,17 @@ func (t *Topology) topics(get func(*processor.Subtopology) []processor.TopicRef)
 func (t *Topology) Describe() string {
 	var sb strings.Builder
 	sb.WriteString("Topologies:\n ")
-	for _, st := range t.graph.Subtopologies {
+	for id, item := range t.order {
 		sb.WriteString("  ")
-		fmt.Fprintf(&sb, "Sub-topology: %d\n", st.ID)
+		if item.global >= 0 {
+			g := t.graph.Globals[item.global]
+			fmt.Fprintf(&sb, "Sub-topology: %d for global store (will not generate tasks)\n", id)
+			fmt.Fprintf(&sb, "    Source: %s (topics: [%s])\n      --> %s\n", g.Source, g.Topic, g.Processor)
+			fmt.Fprintf(&sb, "    Processor: %s (stores: [%s])\n      --> none\n      <-- %s\n", g.Processor, g.Spec.Name, g.Source)
+			continue
+		}
+		st := t.graph.Subtopologies[item.sub]
+		fmt.Fprintf(&sb, "Sub-topology: %d\n", id)
 		byName := map[string]*processor.Node{}
 		parents := map[string][]string{}
 		for j := range st.Nodes {
@@ -109,7 +131,7 @@ func (t *Topology) Describe() string {
 			case processor.KindProcessor:
 				var stores []string
 				for _, s := range n.Stores {
-					if !t.companions[s] {
+					if !t.companions[s] && t.graph.Global(s) == nil {
 						stores = append(stores, s)
 					}
 				}

@@ -5,8 +5,9 @@
 // topics, look into its stores and advance the wall clock to fire
 // punctuators. Each sub-topology runs as one task (partition 0); records
 // written to repartition topics are processed by the reading sub-topology
-// right away, in order, before Pipe returns. Nothing touches the network or
-// the real clock.
+// right away, in order, before Pipe returns. A record piped into a global
+// table's topic updates its store at once, as TopologyTestDriver does, and
+// causes no output. Nothing touches the network or the real clock.
 //
 //	d, err := topologytest.New(topo, topologytest.Config{})
 //	in := topologytest.Input(d, "words", serde.String(), serde.String())
@@ -48,6 +49,9 @@ type Driver struct {
 	graph   *processor.Graph
 	tasks   []*processor.Task
 	readers map[string]*processor.Task // resolved topic -> task
+	globals map[string]*globalTable    // topic -> global table
+	gstores map[string]statestore.KeyValueStore
+	gcount  map[string]int64 // counters of the global tables
 	stores  statestore.Factory
 	topics  map[string][]processor.Output
 	read    map[string]int // read position per output topic
@@ -73,6 +77,9 @@ func New(topo *topology.Topology, cfg Config) (*Driver, error) {
 		stores: statestore.NewInMemoryFactory(), topics: map[string][]processor.Output{},
 		read: map[string]int{}, offsets: map[string]int64{}, wall: cfg.WallClock,
 	}
+	if err := d.openGlobals(); err != nil {
+		return nil, err
+	}
 	for i := range d.graph.Subtopologies {
 		t, err := processor.NewTask(d.graph, processor.TaskConfig{
 			ApplicationID: cfg.ApplicationID,
@@ -80,6 +87,7 @@ func New(topo *topology.Topology, cfg Config) (*Driver, error) {
 			Stores:        d.stores,
 			Emit:          d.emit,
 			WallClock:     cfg.WallClock,
+			Globals:       d.gstores,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("topologytest: %w", err)
@@ -110,6 +118,9 @@ func (d *Driver) emit(o processor.Output) error {
 func (d *Driver) PipeRaw(topic string, key, value []byte, ts time.Time, headers ...processor.Header) error {
 	if d.closed {
 		return errors.New("topologytest: driver closed")
+	}
+	if g, ok := d.globals[topic]; ok {
+		return d.pipeGlobal(g, topic, key, value, ts, headers)
 	}
 	if _, ok := d.readers[topic]; !ok {
 		return fmt.Errorf("topologytest: no source reads topic %q", topic)
@@ -188,6 +199,9 @@ func (d *Driver) Topics() []string {
 
 // Store returns the store named name, from the task that owns it.
 func (d *Driver) Store(name string) (statestore.Store, error) {
+	if s, ok := d.gstores[name]; ok {
+		return s, nil
+	}
 	for _, t := range d.tasks {
 		if s, ok := t.Store(name); ok {
 			return s, nil
@@ -200,6 +214,9 @@ func (d *Driver) Store(name string) (statestore.Store, error) {
 // processor.MetricDroppedLate).
 func (d *Driver) Counters() map[string]int64 {
 	sum := map[string]int64{}
+	for k, v := range d.gcount {
+		sum[k] += v
+	}
 	for _, t := range d.tasks {
 		for k, v := range t.Counters() {
 			sum[k] += v
@@ -215,6 +232,9 @@ func (d *Driver) Close() error {
 	}
 	d.closed = true
 	var errs []error
+	for _, s := range d.gstores {
+		errs = append(errs, s.Close())
+	}
 	for _, t := range d.tasks {
 		errs = append(errs, t.Close())
 		for _, st := range d.graph.Subtopologies[t.ID().Subtopology].Stores {

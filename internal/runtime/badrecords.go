@@ -73,18 +73,7 @@ func (r *Runtime) handleBadRecord(ctx context.Context, rec kafka.Record, err err
 			"offset", rec.Offset, "kind", re.Kind.String(), "node", re.Node, "err", re.Err)
 		return nil
 	case DeadLetter:
-		headers := append(append([]kafka.Header(nil), rec.Headers...),
-			kafka.Header{Key: HeaderErrorKind, Value: []byte(re.Kind.String())},
-			kafka.Header{Key: HeaderErrorMessage, Value: []byte(re.Err.Error())},
-			kafka.Header{Key: HeaderErrorNode, Value: []byte(re.Node)},
-			kafka.Header{Key: HeaderSourceTopic, Value: []byte(rec.Topic)},
-			kafka.Header{Key: HeaderSourcePartiton, Value: []byte(strconv.Itoa(int(rec.Partition)))},
-			kafka.Header{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(rec.Offset, 10))},
-		)
-		dlq := kafka.Record{
-			Topic: DeadLetterTopic(rec.Topic), Partition: rec.Partition,
-			Key: rec.Key, Value: rec.Value, Headers: headers, Timestamp: rec.Timestamp,
-		}
+		dlq := deadLetter(rec, re)
 		if err := r.output.Send(ctx, dlq); err != nil {
 			return fmt.Errorf("runtime: dead-letter %s/%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 		}
@@ -92,5 +81,21 @@ func (r *Runtime) handleBadRecord(ctx context.Context, rec kafka.Record, err err
 		return nil
 	default:
 		return err
+	}
+}
+
+// deadLetter returns the dead-letter record of rec, which failed with re.
+func deadLetter(rec kafka.Record, re *processor.RecordError) kafka.Record {
+	headers := append(append([]kafka.Header(nil), rec.Headers...),
+		kafka.Header{Key: HeaderErrorKind, Value: []byte(re.Kind.String())},
+		kafka.Header{Key: HeaderErrorMessage, Value: []byte(re.Err.Error())},
+		kafka.Header{Key: HeaderErrorNode, Value: []byte(re.Node)},
+		kafka.Header{Key: HeaderSourceTopic, Value: []byte(rec.Topic)},
+		kafka.Header{Key: HeaderSourcePartiton, Value: []byte(strconv.Itoa(int(rec.Partition)))},
+		kafka.Header{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(rec.Offset, 10))},
+	)
+	return kafka.Record{
+		Topic: DeadLetterTopic(rec.Topic), Partition: rec.Partition,
+		Key: rec.Key, Value: rec.Value, Headers: headers, Timestamp: rec.Timestamp,
 	}
 }

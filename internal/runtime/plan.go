@@ -50,6 +50,9 @@ type Requirements struct {
 	Subtopologies []SubtopologyTopics `json:"subtopologies"`
 	// Internal are the repartition and changelog topics weir creates.
 	Internal []InternalRequirement `json:"internal,omitempty"`
+	// Globals are the topics of the global tables, read whole by every
+	// instance outside the group (global.go).
+	Globals []string `json:"globals,omitempty"`
 }
 
 // SubtopologyTopics are the topics one sub-topology reads and writes.
@@ -82,6 +85,9 @@ func RequirementsOf(g *processor.Graph, appID string) Requirements {
 			Sources: processor.TopicNames(appID, st.SourceTopics()),
 			Sinks:   processor.TopicNames(appID, st.SinkTopics()),
 		}
+	}
+	for _, gs := range g.Globals {
+		req.Globals = append(req.Globals, gs.Topic)
 	}
 	for _, it := range g.InternalTopics {
 		req.Internal = append(req.Internal, InternalRequirement{

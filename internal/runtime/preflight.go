@@ -70,6 +70,12 @@ func PreflightTopics(req Requirements, opts PreflightOptions) (all, withPolicy [
 			add(DeadLetterTopic(t))
 		}
 	}
+	for _, t := range req.Globals {
+		add(t)
+		if opts.DeadLetter {
+			add(DeadLetterTopic(t))
+		}
+	}
 	for _, it := range req.Internal {
 		add(it.Name)
 		withPolicy = append(withPolicy, it.Name)
@@ -163,6 +169,8 @@ func CheckTopics(req Requirements, facts map[string]kafka.TopicFacts, opts Prefl
 			}
 		}
 	}
+	gErrs, gCreate := checkGlobalTopics(req, facts, opts)
+	errs, create = append(errs, gErrs...), append(create, gCreate...)
 	if len(errs) > 0 {
 		return nil, nil, errors.Join(errs...)
 	}

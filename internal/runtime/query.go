@@ -28,6 +28,9 @@ type StoreInfo struct {
 	// before Prepare).
 	Subtopology int
 	Partitions  int32
+	// Global marks a global table's store: every instance holds it whole,
+	// as one partition (0) that it answers itself (global.go).
+	Global bool
 }
 
 // Store describes a queryable store.
@@ -36,6 +39,9 @@ func (r *Runtime) Store(name string) (StoreInfo, error) {
 	codec, ok := g.StoreCodecs[name]
 	if !ok {
 		return StoreInfo{}, fmt.Errorf("%w: %q", ErrUnknownStore, name)
+	}
+	if info, ok := r.globalInfo(name, codec); ok {
+		return info, nil
 	}
 	for _, st := range g.Subtopologies {
 		for _, spec := range st.Stores {
@@ -62,6 +68,9 @@ func (r *Runtime) QueryStore(name string, partition int32) (statestore.Store, er
 	info, err := r.Store(name)
 	if err != nil {
 		return nil, err
+	}
+	if info.Global {
+		return r.queryGlobal(info, partition)
 	}
 	if !r.tasks.running(processor.TaskID{Subtopology: info.Subtopology, Partition: partition}) {
 		return nil, fmt.Errorf("%w: store %q partition %d", ErrNotOwner, name, partition)

@@ -117,6 +117,9 @@ type Runtime struct {
 	layers stateLayers
 	// standby tells active store partitions from followed ones.
 	standby *standbys
+	// global holds the global tables and their reader (global.go); nil
+	// without global tables.
+	global *globalState
 	// bg joins the runtime's own goroutines (standbys) in Close.
 	bg     sync.WaitGroup
 	stopBg context.CancelFunc
@@ -147,6 +150,9 @@ type Stats struct {
 	Skipped    atomic.Int64
 	DeadLetter atomic.Int64
 	Restored   atomic.Int64
+	// GlobalRead counts the records of global tables' topics applied (or
+	// skipped, dead-lettered, dropped) to the global stores.
+	GlobalRead atomic.Int64
 }
 
 // New validates cfg and connects the admin client and the producer.
@@ -188,6 +194,9 @@ func New(cfg Config) (*Runtime, error) {
 // engine stops before it joins the group.
 func (r *Runtime) Prepare(ctx context.Context) error {
 	if err := r.Preflight(ctx); err != nil {
+		return err
+	}
+	if err := r.startGlobals(ctx); err != nil {
 		return err
 	}
 	plan := r.plan.Load()
@@ -268,6 +277,7 @@ func (r *Runtime) Now() time.Time { return r.cfg.Clock() }
 func (r *Runtime) Close() error {
 	r.stopBg()
 	r.bg.Wait()
+	r.stopGlobals()
 	r.joinApplier()
 	var txnErr error
 	if r.txn != nil {

@@ -165,6 +165,7 @@ func (t *Task) open(ctx context.Context) error {
 		// One changelog record per changed key per commit (see Commit).
 		CoalesceChangelog: true,
 		CacheBudget:       t.rt.tasks.cache,
+		Globals:           t.rt.globalStores(),
 	})
 	if err != nil {
 		t.closeStores()
@@ -194,6 +195,9 @@ func (t *Task) closeStores() error {
 func (t *Task) Process(ctx context.Context, rec kafka.Record) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if err := t.rt.globalFailed(); err != nil {
+		return err
+	}
 	t.ctx = ctx
 	t.rt.stats.RecordsIn.Add(1)
 	err := t.task.Process(processor.RawRecord{

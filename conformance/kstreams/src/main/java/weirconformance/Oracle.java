@@ -102,6 +102,7 @@ public final class Oracle {
       new Aggregations(),
       new Cogroup(),
       new Suppress(),
+      new GlobalTables(),
       new Joins(),
       new OuterJoins(),
       new ForeignKeyJoins(),
