@@ -129,9 +129,11 @@ func NewInMemoryVersioned(name string, historyRetention time.Duration) Versioned
 	return NewVersioned(NewInMemoryKeyValue(name), historyRetention)
 }
 
-func (s *versioned) Name() string                    { return s.kv.Name() }
-func (s *versioned) Close() error                    { return s.kv.Close() }
-func (s *versioned) HistoryRetention() time.Duration { return time.Duration(s.retention) * time.Millisecond }
+func (s *versioned) Name() string { return s.kv.Name() }
+func (s *versioned) Close() error { return s.kv.Close() }
+func (s *versioned) HistoryRetention() time.Duration {
+	return time.Duration(s.retention) * time.Millisecond
+}
 
 // streamTime returns the observed stream time, reading it from kv once.
 func (s *versioned) streamTime() (int64, error) {
