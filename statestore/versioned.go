@@ -102,8 +102,6 @@ var ErrCorruptVersion = errors.New("statestore: corrupt versioned entry")
 type versioned struct {
 	kv        KeyValueStore
 	retention int64 // ms
-	observed  int64 // ms; noTimestamp before the first put
-	loaded    bool  // observed has been read from kv
 }
 
 var _ VersionedStore = (*versioned)(nil)
@@ -118,10 +116,12 @@ var _ VersionedStore = (*versioned)(nil)
 // stream time minus the retention. Versions of keys never written again stay
 // in kv but are never returned.
 //
-// The store is not safe for concurrent use; its readers (queries) go
-// through their own NewVersioned over a snapshot or the same locking as kv.
+// The store keeps no state of its own: every call reads kv (the stream time
+// too), so a kv rolled back or restored under it is seen at once. It is as
+// safe for concurrent use as kv is for single operations; a Put is several
+// writes, so concurrent writers must be serialized by the caller.
 func NewVersioned(kv KeyValueStore, historyRetention time.Duration) VersionedStore {
-	return &versioned{kv: kv, retention: max(historyRetention.Milliseconds(), 0), observed: noTimestamp}
+	return &versioned{kv: kv, retention: max(historyRetention.Milliseconds(), 0)}
 }
 
 // NewInMemoryVersioned returns an empty in-memory VersionedStore.
@@ -135,24 +135,16 @@ func (s *versioned) HistoryRetention() time.Duration {
 	return time.Duration(s.retention) * time.Millisecond
 }
 
-// streamTime returns the observed stream time, reading it from kv once.
+// streamTime returns the observed stream time.
 func (s *versioned) streamTime() (int64, error) {
-	if s.loaded {
-		return s.observed, nil
-	}
 	b, ok, err := s.kv.Get([]byte{versionedMeta})
-	if err != nil {
-		return 0, err
+	if err != nil || !ok {
+		return noTimestamp, err
 	}
-	s.observed = noTimestamp
-	if ok {
-		if len(b) != 8 {
-			return 0, fmt.Errorf("%w: stream time of %d bytes", ErrCorruptVersion, len(b))
-		}
-		s.observed = int64(binary.BigEndian.Uint64(b))
+	if len(b) != 8 {
+		return 0, fmt.Errorf("%w: stream time of %d bytes", ErrCorruptVersion, len(b))
 	}
-	s.loaded = true
-	return s.observed, nil
+	return int64(binary.BigEndian.Uint64(b)), nil
 }
 
 // cutoff returns stream time minus the retention: the oldest timestamp a
@@ -167,15 +159,18 @@ func (s *versioned) cutoff() (int64, error) {
 
 func (s *versioned) Put(key, value []byte, ts time.Time) (PutStatus, time.Time, error) {
 	at := ts.UnixMilli()
-	cut, err := s.cutoff()
+	observed, err := s.streamTime()
 	if err != nil {
 		return 0, time.Time{}, err
+	}
+	cut := int64(math.MinInt64)
+	if observed != noTimestamp {
+		cut = observed - s.retention
 	}
 	if at < cut {
 		return PutExpired, time.Time{}, nil
 	}
-	if at > s.observed {
-		s.observed = at
+	if at > observed {
 		if err := s.kv.Put([]byte{versionedMeta}, binary.BigEndian.AppendUint64(nil, uint64(at))); err != nil {
 			return 0, time.Time{}, err
 		}
