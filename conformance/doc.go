@@ -25,6 +25,9 @@
 //	table-table        JoinTables of tables "left" and "right"
 //	stream-stream      JoinStreams of streams "left" and "right", "before", "after", "grace"
 //	table-filter       NewTable + Filter (drops the value "filter"), table-mapvalues: + MapTableValues
+//	versioned-table    NewTable(Versioned("history")) of "in" + ToStream
+//	stream-table-versioned  Join of stream "left" with versioned table "right" ("history"; "left": LeftJoin)
+//	stream-table-grace      the same with WithGrace("grace")
 //	stateless          FlatMapValues (split on ",") + MapValues (upper case); merge: Merge of "left" and "right"
 //
 // "filter": v drops the input records whose value is v before the operator;

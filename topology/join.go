@@ -48,6 +48,9 @@ func streamTableJoin[K, V, VT, VR any](s Stream[K, V], t Table[K, VT], prefix st
 	if t.store == "" {
 		b.failf("%s: the table is not materialized; give it Materialized(name)", prefix)
 	}
+	if t.versioned || cfg.grace != nil {
+		return versionedJoin(s, t, prefix, cfg, join)
+	}
 	in := s.partitioned("")
 	store, ks, vts := t.store, t.ks, t.vs
 	n := b.addNode(&nodeDef{
@@ -107,6 +110,10 @@ func JoinTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], joiner func(K
 	}
 	if a.store == "" || c.store == "" {
 		b.failf("JoinTables: both tables must be materialized; give them Materialized(name)")
+	}
+	if a.versioned || c.versioned {
+		b.failf("JoinTables: a versioned table cannot be joined with a table yet")
+		return Table[K, VR]{b: b, node: a.node}
 	}
 	ks := a.ks
 	// A result is stamped with the later of the two sides' timestamps, as

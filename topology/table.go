@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/serde"
@@ -22,6 +23,10 @@ type Table[K, V any] struct {
 	ks    serde.Serde[K]
 	vs    serde.Serde[V]
 	store string // "" when not materialized
+	// history is the history retention of a versioned table's store;
+	// versioned says the store is versioned (see Versioned).
+	history   time.Duration
+	versioned bool
 }
 
 // NewTable reads topic as a table, materialized in a store named by
@@ -34,6 +39,9 @@ func NewTable[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde.Se
 	}
 	src := b.addSource(processor.TopicRef{Name: topic}, decoder[K, V](ks, vs), config{name: cfg.name}, "KTABLE-SOURCE")
 	t := Table[K, V]{b: b, node: src, ks: ks, vs: vs}
+	if cfg.versioned != nil {
+		return t.materializeVersioned(cfg.store, *cfg.versioned)
+	}
 	return t.materialize("KTABLE-SOURCE", cfg.store)
 }
 

@@ -101,7 +101,8 @@ public final class Oracle {
   static final List<Family> FAMILIES = List.of(
       new Aggregations(),
       new Joins(),
-      new Stateless());
+      new Stateless(),
+      new Versioned());
 
   static Topology topology(JsonNode s) {
     StreamsBuilder b = new StreamsBuilder();

@@ -1,0 +1,242 @@
+package topology
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/statestore"
+)
+
+// Versioned tables (Kafka Streams' KIP-889 and KIP-914).
+//
+// A table read with NewTable(..., Versioned(retention)) keeps every value
+// each key had within the history retention, in a statestore.VersionedStore
+// (changelogged and restored as key-value stores are):
+//
+//   - An update is put into the store at its timestamp. An update older than
+//     the key's latest version goes into the key's history; it is still
+//     forwarded downstream, as Kafka Streams forwards it.
+//   - An update older than the table's stream time minus the history
+//     retention is not stored and not forwarded: it is counted under
+//     processor.MetricDroppedExpired.
+//   - A stream record joined with a versioned table (Join, LeftJoin) meets
+//     the table's value as of the record's own timestamp, not the latest.
+//     A record older than the history retention finds no value (unless the
+//     key's latest value was already valid then).
+//   - WithGrace(d) on such a join holds stream records in a time-ordered,
+//     changelogged buffer until stream time (the largest timestamp the
+//     buffer has taken) passes their timestamp plus d, so table updates up
+//     to d late are seen. A record already d older than that stream time is
+//     joined at once.
+//
+// JoinTables does not take versioned tables yet (Build reports it): Kafka
+// Streams' table–table join skips out-of-order updates of a versioned
+// side, which weir's table updates do not mark.
+
+// Versioned makes NewTable keep the table in a versioned store with the
+// given history retention: how long, behind the table's stream time, older
+// values of a key are kept for as-of lookups, and how late an update may be
+// and still be stored. It is Kafka Streams'
+// Materialized.as(Stores.persistentVersionedKeyValueStore(name, retention)).
+// Name the store with Materialized(name); a negative retention is a Build
+// error. Only NewTable reads this option.
+func Versioned(historyRetention time.Duration) Option {
+	return func(c *config) { c.versioned = &historyRetention }
+}
+
+// WithGrace gives a stream–table join (Join, LeftJoin) a grace period, as
+// Kafka Streams' Joined.withGracePeriod (KIP-923): stream records wait in a
+// buffer (store "<node>-Buffer") until the buffer's stream time reaches
+// their timestamp plus d, then join the table as of their timestamp, in
+// timestamp order. The table must be versioned with a history retention of
+// at least d (Build reports it otherwise, as Kafka Streams refuses it), the
+// stream must have serdes, and d must not be negative.
+func WithGrace(d time.Duration) Option {
+	return func(c *config) { c.grace = &d }
+}
+
+// materializeVersioned adds the node that puts each update into a new
+// versioned store.
+func (t Table[K, V]) materializeVersioned(store string, history time.Duration) Table[K, V] {
+	b := t.b
+	if store == "" {
+		store = b.nextName("KTABLE-SOURCE-STATE-STORE")
+	}
+	if history < 0 {
+		b.failf("table store %q: negative history retention %v", store, history)
+	}
+	ks, vs := t.ks, t.vs
+	n := b.addNode(&nodeDef{
+		kind: processor.KindProcessor,
+		newProc: func() processor.Processor[any, any, any, any] {
+			return &versionedSourceProc[K, V]{store: store, history: history, ks: ks, vs: vs}
+		},
+	}, "KTABLE-SOURCE-MATERIALIZE", config{}, t.node)
+	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindKeyValue, Logged: true}, n)
+	t.node, t.store, t.history, t.versioned = n, store, history, true
+	return t
+}
+
+// versionedStore opens store as a typed versioned store.
+func versionedStore[K, V any](ctx processor.Context[any, any], store string, history time.Duration, ks serde.Serde[K], vs serde.Serde[V]) (*statestore.Versions[K, V], error) {
+	st, err := ctx.StateStore(store)
+	if err != nil {
+		return nil, err
+	}
+	kv, ok := st.(statestore.KeyValueStore)
+	if !ok {
+		return nil, fmt.Errorf("topology: versioned store %q is a %T, not a key-value store", store, st)
+	}
+	return statestore.NewVersions(statestore.NewVersioned(kv, history), ks, vs), nil
+}
+
+// versionedSourceProc puts each table update into the versioned store and
+// forwards those the store took.
+type versionedSourceProc[K, V any] struct {
+	store   string
+	history time.Duration
+	ks      serde.Serde[K]
+	vs      serde.Serde[V]
+	table   *statestore.Versions[K, V]
+}
+
+func (p *versionedSourceProc[K, V]) Init(ctx processor.Context[any, any]) error {
+	var err error
+	p.table, err = versionedStore(ctx, p.store, p.history, p.ks, p.vs)
+	return err
+}
+
+func (p *versionedSourceProc[K, V]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
+	if r.Key == nil {
+		ctx.Count(processor.MetricDroppedNull, 1)
+		return nil
+	}
+	k, err := processor.As[K](r.Key)
+	if err != nil {
+		return err
+	}
+	var status statestore.PutStatus
+	if r.Value == nil {
+		status, _, err = p.table.PutTombstone(k, r.Timestamp)
+	} else {
+		var v V
+		if v, err = processor.As[V](r.Value); err != nil {
+			return err
+		}
+		status, _, err = p.table.Put(k, v, r.Timestamp)
+	}
+	if err != nil {
+		return fmt.Errorf("topology: table %q: %w", p.store, err)
+	}
+	if status == statestore.PutExpired {
+		ctx.Count(processor.MetricDroppedExpired, 1)
+		return nil
+	}
+	return ctx.Forward(r)
+}
+
+// versionedJoin is Join and LeftJoin with a versioned table: the stream
+// record meets the table as of its timestamp, after a grace period when
+// cfg.grace is set.
+func versionedJoin[K, V, VT, VR any](s Stream[K, V], t Table[K, VT], prefix string, cfg config, join func(K, V, VT, bool) (VR, bool)) Stream[K, VR] {
+	b := s.b
+	if !t.versioned {
+		b.failf("%s: a grace period needs a versioned table; read it with NewTable(..., Versioned(retention))", prefix)
+		return Stream[K, VR]{b: b, node: s.node}
+	}
+	in := s.partitioned("")
+	if cfg.grace != nil && *cfg.grace < 0 {
+		b.failf("%s: negative grace period %v", prefix, *cfg.grace)
+	}
+	if cfg.grace != nil && *cfg.grace > t.history {
+		b.failf("%s: grace period %v is longer than the history retention %v of table store %q", prefix, *cfg.grace, t.history, t.store)
+	}
+	if cfg.grace != nil && (in.ks == nil || in.vs == nil) {
+		b.failf("%s: the grace buffer needs serdes for %s and %s; set them with WithKeySerde and WithValueSerde", prefix, typeName[K](), typeName[V]())
+	}
+	var buffer string // set once the node has its name
+	store, history, ks, vts, vs := t.store, t.history, t.ks, t.vs, in.vs
+	grace := cfg.grace
+	n := b.addNode(&nodeDef{
+		kind: processor.KindProcessor,
+		newProc: func() processor.Processor[any, any, any, any] {
+			p := &versionedJoinProc[K, V, VT, VR]{store: store, history: history, ks: ks, vts: vts, join: join}
+			if grace != nil {
+				p.buf = &joinBuffer[K, V]{store: buffer, grace: grace.Milliseconds(), ks: ks, vs: vs}
+			}
+			return p
+		},
+	}, prefix, cfg, in.node)
+	b.connectStore(n, store)
+	if grace != nil {
+		buffer = n.name + "-Buffer"
+		b.addStore(statestore.Spec{Name: buffer, Kind: statestore.KindKeyValue, Logged: true}, n)
+		if sd, ok := b.stores[buffer]; ok {
+			sd.companion = true
+		}
+	}
+	return Stream[K, VR]{b: b, node: n, ks: in.ks, vs: inferSerde[VR]()}
+}
+
+// versionedJoinProc joins stream records with a versioned table as of
+// their timestamps, through a grace buffer when buf is set.
+type versionedJoinProc[K, V, VT, VR any] struct {
+	store   string
+	history time.Duration
+	ks      serde.Serde[K]
+	vts     serde.Serde[VT]
+	join    func(K, V, VT, bool) (VR, bool)
+	table   *statestore.Versions[K, VT]
+	buf     *joinBuffer[K, V]
+}
+
+func (p *versionedJoinProc[K, V, VT, VR]) Init(ctx processor.Context[any, any]) error {
+	var err error
+	if p.table, err = versionedStore(ctx, p.store, p.history, p.ks, p.vts); err != nil {
+		return err
+	}
+	if p.buf != nil {
+		return p.buf.init(ctx)
+	}
+	return nil
+}
+
+func (p *versionedJoinProc[K, V, VT, VR]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
+	if r.Key == nil || r.Value == nil {
+		ctx.Count(processor.MetricDroppedNull, 1)
+		return nil
+	}
+	tr, err := processor.Assert[K, V](r)
+	if err != nil {
+		return err
+	}
+	if p.buf == nil {
+		return p.doJoin(ctx, r, tr.Key, tr.Value)
+	}
+	held, err := p.buf.put(tr.Key, tr.Value, r)
+	if err != nil {
+		return fmt.Errorf("topology: join with %q: %w", p.store, err)
+	}
+	if !held {
+		return p.doJoin(ctx, r, tr.Key, tr.Value)
+	}
+	return p.buf.evict(func(k K, v V, held processor.Record[any, any]) error {
+		return p.doJoin(ctx, held, k, v)
+	})
+}
+
+// doJoin joins r (key k, value v) with the table as of r's timestamp.
+func (p *versionedJoinProc[K, V, VT, VR]) doJoin(ctx processor.Context[any, any], r processor.Record[any, any], k K, v V) error {
+	ver, found, err := p.table.GetAsOf(k, r.Timestamp)
+	if err != nil {
+		return fmt.Errorf("topology: join with %q: %w", p.store, err)
+	}
+	out, ok := p.join(k, v, ver.Value, found)
+	if !ok {
+		return nil
+	}
+	r.Value = out
+	return ctx.Forward(r)
+}
