@@ -75,6 +75,10 @@ func (t Table[K, V]) materializeVersioned(store string, history time.Duration) T
 		},
 	}, "KTABLE-SOURCE-MATERIALIZE", config{}, t.node)
 	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindKeyValue, Logged: true}, n)
+	queryable(b, store, ks, vs)
+	if sd, ok := b.stores[store]; ok && sd.codec != nil {
+		sd.codec.Versioned, sd.codec.HistoryRetention = true, history
+	}
 	t.node, t.store, t.history, t.versioned = n, store, history, true
 	return t
 }

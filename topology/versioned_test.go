@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/statestore"
 	"github.com/weirstream/weir/topology"
 	"github.com/weirstream/weir/topologytest"
 )
@@ -91,4 +92,17 @@ func TestVersionedTableJoinAsOf(t *testing.T) {
 
 	require.Equal(t, []pair{{Key: "apple", Value: "5@1"}, {Key: "apple", Value: "7@3"}}, readPairs(t, d, "priced"))
 	require.Equal(t, []pair{{Key: "apple", Value: "5@1"}, {Key: "apple", Value: "7@4"}}, readPairs(t, d, "priced-grace"))
+
+	store, err := topologytest.VersionedStore(d, "prices", str, str)
+	require.NoError(t, err)
+	v, ok, err := store.GetAsOf("apple", ms(206))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, statestore.Version[string]{Value: "3", ValidFrom: ms(205), ValidTo: ms(209)}, v)
+	v, ok, err = store.Get("apple")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, statestore.Version[string]{Value: "4", ValidFrom: ms(209), Latest: true}, v)
+	_, err = topologytest.VersionedStore(d, "missing", str, str)
+	require.Error(t, err)
 }
