@@ -20,9 +20,21 @@ func (c *opBuild) versionedTable(topic, store string) topology.Table[string, str
 		topology.Materialized(c.name(store)), topology.Versioned(ms(c.s.History)))
 }
 
+// buildVersionedTable reads the versioned table and writes its updates;
+// with "filter", through a Filter that drops that value (materialized in
+// a store of its own with "materialize").
 func buildVersionedTable(c *opBuild) {
 	c.count = false
-	c.versionedTable("in", "table-store").ToStream().To(c.name("out"))
+	t := c.versionedTable("in", "table-store")
+	if c.s.Filter != nil {
+		drop := *c.s.Filter
+		var opts []topology.Option
+		if c.s.Materialize {
+			opts = append(opts, topology.Materialized(c.name("filtered")))
+		}
+		t = t.Filter(func(_, v string) bool { return v != drop }, opts...)
+	}
+	t.ToStream().To(c.name("out"))
 }
 
 func buildVersionedJoin(c *opBuild) {

@@ -24,9 +24,13 @@ type Table[K, V any] struct {
 	vs    serde.Serde[V]
 	store string // "" when not materialized
 	// history is the history retention of a versioned table's store;
-	// versioned says the store is versioned (see Versioned).
-	history   time.Duration
-	versioned bool
+	// versioned says the store is versioned (see Versioned), and
+	// versionedUpstream that the table is one, or derives from one through
+	// operations without a store of their own (Kafka Streams' "versioned
+	// semantics", which its filter follows).
+	history           time.Duration
+	versioned         bool
+	versionedUpstream bool
 }
 
 // NewTable reads topic as a table, materialized in a store named by
@@ -84,6 +88,7 @@ func (t Table[K, V]) materialize(prefix, store string) Table[K, V] {
 	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindKeyValue, Logged: true}, n)
 	queryable(b, store, ks, vs)
 	t.node, t.store = n, store
+	t.versionedUpstream = false // a store of its own, not versioned
 	return t
 }
 
@@ -164,6 +169,9 @@ func (t Table[K, V]) FilterNot(pred func(K, V) bool, opts ...Option) Table[K, V]
 
 func (t Table[K, V]) filter(pred func(K, V) bool, keep bool, opts []Option) Table[K, V] {
 	cfg := newConfig(opts)
+	if t.versionedUpstream {
+		return t.filterVersioned(pred, keep, cfg)
+	}
 	var present string // set once the node has its name; read when tasks start
 	ks := t.ks
 	n := t.b.addNode(&nodeDef{
@@ -248,7 +256,7 @@ func MapTableValues[K, V, VR any](t Table[K, V], fn func(K, V) VR, opts ...Optio
 		r.Value = fn(tr.Key, tr.Value)
 		return ctx.Forward(r)
 	}, t.node)
-	out := Table[K, VR]{b: t.b, node: n, ks: t.ks, vs: sameOrInfer[V, VR](t.vs)}
+	out := Table[K, VR]{b: t.b, node: n, ks: t.ks, vs: sameOrInfer[V, VR](t.vs), versionedUpstream: t.versionedUpstream}
 	if cfg.store != "" {
 		out = out.materialize("KTABLE-MAPVALUES", cfg.store)
 	}

@@ -31,6 +31,10 @@ import (
 //     to d late are seen. A record already d older than that stream time is
 //     joined at once.
 //
+// A Filter of a versioned table (or of a table derived from one without a
+// store) forwards every update that fails it as a delete, present or not,
+// as Kafka Streams' filter does with versioned semantics.
+//
 // JoinTables does not take versioned tables yet (Build reports it): Kafka
 // Streams' table–table join skips out-of-order updates of a versioned
 // side, which weir's table updates do not mark.
@@ -79,8 +83,32 @@ func (t Table[K, V]) materializeVersioned(store string, history time.Duration) T
 	if sd, ok := b.stores[store]; ok && sd.codec != nil {
 		sd.codec.Versioned, sd.codec.HistoryRetention = true, history
 	}
-	t.node, t.store, t.history, t.versioned = n, store, history, true
+	t.node, t.store, t.history, t.versioned, t.versionedUpstream = n, store, history, true, true
 	return t
+}
+
+// filterVersioned is Filter of a table with versioned semantics: as Kafka
+// Streams' filter does then, every update failing pred (and every
+// tombstone) is forwarded as a delete, whether or not the key was in the
+// filtered table — out-of-order updates included.
+func (t Table[K, V]) filterVersioned(pred func(K, V) bool, keep bool, cfg config) Table[K, V] {
+	n := t.b.stateless("KTABLE-FILTER", cfg, func(ctx processor.Context[any, any], r processor.Record[any, any]) error {
+		if r.Value != nil {
+			tr, err := processor.Assert[K, V](r)
+			if err != nil {
+				return err
+			}
+			if pred(tr.Key, tr.Value) != keep {
+				r.Value = nil
+			}
+		}
+		return ctx.Forward(r)
+	}, t.node)
+	out := Table[K, V]{b: t.b, node: n, ks: t.ks, vs: t.vs, versionedUpstream: true}
+	if cfg.store != "" {
+		out = out.materialize("KTABLE-FILTER", cfg.store)
+	}
+	return out
 }
 
 // versionedStore opens store as a typed versioned store.

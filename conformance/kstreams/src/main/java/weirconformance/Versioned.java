@@ -8,6 +8,8 @@ import java.time.Duration;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.kstream.*;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
 
 /** Versioned tables and stream–table joins against them (KIP-889, 914, 923). */
@@ -23,7 +25,15 @@ final class Versioned implements Oracle.Family {
   public boolean build(StreamsBuilder b, JsonNode s, String op) {
     switch (op) {
       case "versioned-table": {
-        versionedTable(b, s, "in", "table-store").toStream().to("out", Oracle.OUT);
+        KTable<String, String> t = versionedTable(b, s, "in", "table-store");
+        String drop = Oracle.str(s, "filter", null);
+        if (drop != null && s.path("materialize").asBoolean(false)) {
+          t = t.filter((k, v) -> !drop.equals(v), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("filtered")
+              .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()));
+        } else if (drop != null) {
+          t = t.filter((k, v) -> !drop.equals(v));
+        }
+        t.toStream().to("out", Oracle.OUT);
         return true;
       }
       case "stream-table-versioned":
