@@ -23,6 +23,8 @@ import (
 //     processor.MetricDroppedExpired.
 //   - A stream record joined with a versioned table (Join, LeftJoin) meets
 //     the table's value as of the record's own timestamp, not the latest.
+//     A left join forwards a record with a null key, joined with no table
+//     value (Kafka Streams' KIP-962); an inner join drops it.
 //     A record older than the history retention finds no value (unless the
 //     key's latest value was already valid then).
 //   - WithGrace(d) on such a join holds stream records in a time-ordered,
@@ -236,7 +238,10 @@ func (p *versionedJoinProc[K, V, VT, VR]) Init(ctx processor.Context[any, any]) 
 }
 
 func (p *versionedJoinProc[K, V, VT, VR]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-	if r.Key == nil || r.Value == nil {
+	if r.Key == nil && r.Value != nil {
+		return p.joinNullKey(ctx, r)
+	}
+	if r.Value == nil {
 		ctx.Count(processor.MetricDroppedNull, 1)
 		return nil
 	}
@@ -257,6 +262,28 @@ func (p *versionedJoinProc[K, V, VT, VR]) Process(ctx processor.Context[any, any
 	return p.buf.evict(func(k K, v V, held processor.Record[any, any]) error {
 		return p.doJoin(ctx, held, k, v)
 	})
+}
+
+// joinNullKey handles a stream record with a null key: a left join joins
+// it at once with no table value and forwards it with its null key, as
+// Kafka Streams does (KIP-962); an inner join drops and counts it. The
+// joiner sees K's zero value for the key.
+func (p *versionedJoinProc[K, V, VT, VR]) joinNullKey(ctx processor.Context[any, any], r processor.Record[any, any]) error {
+	v, err := processor.As[V](r.Value)
+	if err != nil {
+		return err
+	}
+	var (
+		k  K
+		vt VT
+	)
+	out, ok := p.join(k, v, vt, false)
+	if !ok {
+		ctx.Count(processor.MetricDroppedNull, 1)
+		return nil
+	}
+	r.Value = out
+	return ctx.Forward(r)
 }
 
 // doJoin joins r (key k, value v) with the table as of r's timestamp.

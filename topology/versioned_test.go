@@ -106,3 +106,27 @@ func TestVersionedTableJoinAsOf(t *testing.T) {
 	_, err = topologytest.VersionedStore(d, "missing", str, str)
 	require.Error(t, err)
 }
+
+// A left join forwards a null-key stream record at once, with no table
+// value, with or without a grace period; an inner join drops and counts it.
+func TestVersionedJoinNullKey(t *testing.T) {
+	b := topology.NewBuilder()
+	str := serde.String()
+	table := topology.NewTable(b, "t", str, str, topology.Materialized("t"), topology.Versioned(time.Second))
+	s := topology.NewStream(b, "s", str, str)
+	left := func(_, v, vt string, found bool) string { return v + "+" + vt }
+	topology.LeftJoin(s, table, left).To("left")
+	topology.LeftJoin(s, table, left, topology.WithGrace(time.Second)).To("left-grace")
+	topology.Join(s, table, func(_, v, vt string) string { return v }).To("inner")
+	d := newDriver(t, b)
+
+	require.NoError(t, d.PipeRaw("s", nil, []byte("v"), ms(10)))
+	for _, topic := range []string{"left", "left-grace"} {
+		got := d.Topic(topic)
+		require.Len(t, got, 1, topic)
+		require.Nil(t, got[0].Key, topic)
+		require.Equal(t, "v+", string(got[0].Value), topic)
+	}
+	require.Empty(t, d.Topic("inner"))
+	require.Equal(t, int64(1), d.Counters()["dropped-records-null"])
+}
