@@ -29,6 +29,7 @@ import (
 //	0x00                              → observed stream time (8 bytes)
 //	0x01 ‖ len(key) (4) ‖ key         → latest version: validFrom (8) ‖ flag ‖ value
 //	0x02 ‖ len(key) (4) ‖ key ‖ ts (8) → older version valid from ts: flag ‖ value
+//	0x03 ‖ end (8) ‖ len(key) (4) ‖ key ‖ ts (8) → empty: the index of older versions by end
 //
 // Timestamps are big-endian with the sign bit flipped, so that a key's older
 // versions sort by timestamp; the flag is 1 for a value, 0 for a tombstone.
@@ -88,6 +89,7 @@ const (
 	versionedMeta   byte = 0x00
 	versionedLatest byte = 0x01
 	versionedOlder  byte = 0x02
+	versionedEnds   byte = 0x03
 )
 
 // noTimestamp is the observed stream time before any put, as Kafka's
@@ -112,9 +114,9 @@ var _ VersionedStore = (*versioned)(nil)
 // is kv's only writer. It reads its observed stream time back from kv, so a
 // store restored from its changelog resumes where it was.
 //
-// Expiry is per key: a put drops the key's versions that ended at or before
-// stream time minus the retention. Versions of keys never written again stay
-// in kv but are never returned.
+// When a put advances stream time, the older versions (of every key) that
+// ended at or before stream time minus the retention are deleted, through
+// an index of versions by end: the store keeps what lookups may return.
 //
 // The store keeps no state of its own: every call reads kv (the stream time
 // too), so a kv rolled back or restored under it is seen at once. It is as
@@ -170,40 +172,64 @@ func (s *versioned) Put(key, value []byte, ts time.Time) (PutStatus, time.Time, 
 	if at < cut {
 		return PutExpired, time.Time{}, nil
 	}
-	if at > observed {
-		if err := s.kv.Put([]byte{versionedMeta}, binary.BigEndian.AppendUint64(nil, uint64(at))); err != nil {
-			return 0, time.Time{}, err
-		}
-		cut = at - s.retention
+	status, validTo, err := s.put(key, value, at)
+	if err != nil || at <= observed {
+		return status, validTo, err
 	}
+	if err := s.kv.Put([]byte{versionedMeta}, binary.BigEndian.AppendUint64(nil, uint64(at))); err != nil {
+		return 0, time.Time{}, err
+	}
+	return status, validTo, s.expire(at - s.retention)
+}
+
+// put writes the version of key from at, keeping the index of the older
+// versions' ends (see expire) in step.
+func (s *versioned) put(key, value []byte, at int64) (PutStatus, time.Time, error) {
 	latest, ok, err := s.latest(key)
 	if err != nil {
 		return 0, time.Time{}, err
 	}
 	if !ok || at >= latest.from {
 		if ok && at > latest.from {
+			// The latest becomes an older version, valid until at.
 			if err := s.kv.Put(olderKey(key, latest.from), encodeVersion(latest.value)); err != nil {
+				return 0, time.Time{}, err
+			}
+			if err := s.kv.Put(endKey(at, key, latest.from), []byte{}); err != nil {
 				return 0, time.Time{}, err
 			}
 		}
 		lv := binary.BigEndian.AppendUint64(nil, uint64(at))
-		if err := s.kv.Put(latestKey(key), append(lv, encodeVersion(value)...)); err != nil {
-			return 0, time.Time{}, err
-		}
-		return PutLatest, time.Time{}, s.expire(key, cut, at)
+		return PutLatest, time.Time{}, s.kv.Put(latestKey(key), append(lv, encodeVersion(value)...))
 	}
-	// Older than the latest: into the history, valid until the next version.
-	if err := s.kv.Put(olderKey(key, at), encodeVersion(value)); err != nil {
-		return 0, time.Time{}, err
-	}
-	validTo, found, err := s.nextOlder(key, at)
+	// Older than the latest: into the history, valid until the next
+	// version; the version before it, if any, now ends at at.
+	prev, next, same, err := s.neighbours(key, at)
 	if err != nil {
 		return 0, time.Time{}, err
 	}
-	if !found {
-		validTo = latest.from
+	validTo := latest.from
+	if next != nil {
+		validTo = *next
 	}
-	return PutHistory, time.UnixMilli(validTo), s.expire(key, cut, latest.from)
+	if err := s.kv.Put(olderKey(key, at), encodeVersion(value)); err != nil {
+		return 0, time.Time{}, err
+	}
+	if same {
+		return PutHistory, time.UnixMilli(validTo), nil
+	}
+	if err := s.kv.Put(endKey(validTo, key, at), []byte{}); err != nil {
+		return 0, time.Time{}, err
+	}
+	if prev != nil {
+		if err := s.kv.Delete(endKey(validTo, key, *prev)); err != nil {
+			return 0, time.Time{}, err
+		}
+		if err := s.kv.Put(endKey(at, key, *prev), []byte{}); err != nil {
+			return 0, time.Time{}, err
+		}
+	}
+	return PutHistory, time.UnixMilli(validTo), nil
 }
 
 func (s *versioned) Delete(key []byte, ts time.Time) (VersionedRecord, bool, error) {
@@ -296,64 +322,89 @@ func (s *versioned) latest(key []byte) (version, bool, error) {
 	return version{from: int64(binary.BigEndian.Uint64(b)), value: v}, err == nil, err
 }
 
-// nextOlder returns the timestamp of the first older version after at.
-func (s *versioned) nextOlder(key []byte, at int64) (int64, bool, error) {
-	if at == math.MaxInt64 {
-		return 0, false, nil
-	}
-	prefix := olderPrefix(key)
-	it, err := s.kv.Range(olderKey(key, at+1), prefixEnd(prefix))
-	if err != nil {
-		return 0, false, err
-	}
-	defer it.Close()
-	if !it.Next() {
-		return 0, false, it.Err()
-	}
-	t, err := olderTime(it.Key(), len(prefix))
-	return t, err == nil, err
-}
-
-// expire deletes the older versions of key that ended at or before cut:
-// each ends where the next begins, the last where the latest (from latestAt)
-// begins.
-func (s *versioned) expire(key []byte, cut, latestAt int64) error {
+// neighbours returns the timestamps of the older versions of key just
+// before and just after at, and whether one is at at.
+func (s *versioned) neighbours(key []byte, at int64) (prev, next *int64, same bool, err error) {
 	prefix := olderPrefix(key)
 	it, err := s.kv.Range(prefix, prefixEnd(prefix))
 	if err != nil {
-		return err
+		return nil, nil, false, err
 	}
-	var drop [][]byte
-	var prev []byte
-	ended := true // prev, if any, is the last older version
+	defer it.Close()
 	for it.Next() {
 		t, err := olderTime(it.Key(), len(prefix))
 		if err != nil {
-			it.Close()
-			return err
+			return nil, nil, false, err
 		}
-		if t > cut {
-			ended = false
-			break
+		switch {
+		case t < at:
+			prev = &t
+		case t == at:
+			same = true
+		default:
+			return prev, &t, same, nil
 		}
-		if prev != nil {
-			drop = append(drop, prev) // prev ends at t <= cut
-		}
-		prev = it.Key()
 	}
-	err = errors.Join(it.Err(), it.Close())
+	return prev, nil, same, it.Err()
+}
+
+// expire deletes every older version that ended at or before cut: no
+// lookup can return it (an as-of lookup before cut finds only a latest
+// version). The index of ends makes this cost what it deletes:
+//
+//	0x03 ‖ end (8) ‖ len(key) (4) ‖ key ‖ from (8) → empty
+//
+// one entry per older version, kept in step by put.
+func (s *versioned) expire(cut int64) error {
+	if cut == math.MaxInt64 {
+		return nil
+	}
+	it, err := s.kv.Range([]byte{versionedEnds}, endBound(cut+1))
 	if err != nil {
 		return err
 	}
-	if prev != nil && ended && latestAt <= cut {
-		drop = append(drop, prev)
+	var ends [][]byte
+	for it.Next() {
+		ends = append(ends, it.Key())
 	}
-	for _, k := range drop {
-		if err := s.kv.Delete(k); err != nil {
+	if err := errors.Join(it.Err(), it.Close()); err != nil {
+		return err
+	}
+	for _, e := range ends {
+		key, from, err := parseEnd(e)
+		if err != nil {
+			return err
+		}
+		if err := s.kv.Delete(olderKey(key, from)); err != nil {
+			return err
+		}
+		if err := s.kv.Delete(e); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func endBound(end int64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{versionedEnds}, uint64(end)^(1<<63))
+}
+
+func endKey(end int64, key []byte, from int64) []byte {
+	b := endBound(end)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(key)))
+	b = append(b, key...)
+	return binary.BigEndian.AppendUint64(b, uint64(from)^(1<<63))
+}
+
+func parseEnd(e []byte) ([]byte, int64, error) {
+	if len(e) < 1+8+4+8 {
+		return nil, 0, fmt.Errorf("%w: end index key of %d bytes", ErrCorruptVersion, len(e))
+	}
+	n := int(binary.BigEndian.Uint32(e[9:13]))
+	if len(e) != 13+n+8 {
+		return nil, 0, fmt.Errorf("%w: end index key of %d bytes", ErrCorruptVersion, len(e))
+	}
+	return e[13 : 13+n], int64(binary.BigEndian.Uint64(e[13+n:]) ^ (1 << 63)), nil
 }
 
 func keyPrefix(tag byte, key []byte) []byte {

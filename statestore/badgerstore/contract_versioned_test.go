@@ -15,7 +15,7 @@ import (
 // vop is one step of a versioned case: a put (value nil for a tombstone),
 // a delete, or a lookup (get: latest; asOf >= 0: as of that time).
 type vop struct {
-	op    string // "put", "del", "get", "asof"
+	op    string // "put", "del", "get", "asof", "rows"
 	key   string
 	value *string
 	ts    int64
@@ -27,6 +27,8 @@ type vop struct {
 	want     *string
 	wantFrom int64
 	wantTo   int64 // -1: latest
+	// rows: the key-value store's number of entries.
+	rows int
 }
 
 func vs(s string) *string { return &s }
@@ -94,6 +96,25 @@ var versionedCases = []struct {
 		{op: "asof", key: "a", ts: 105},
 		{op: "asof", key: "a", ts: 195, want: vs("3"), wantFrom: 110, wantTo: -1},
 	}},
+	{"expiry deletes what no lookup can return", 5 * time.Millisecond, []vop{
+		{op: "put", key: "a", value: vs("1"), ts: 10, status: statestore.PutLatest},
+		{op: "put", key: "a", value: vs("2"), ts: 20, status: statestore.PutLatest},
+		{op: "put", key: "a", value: vs("3"), ts: 30, status: statestore.PutLatest},
+		{op: "put", key: "a", value: vs("2b"), ts: 26, status: statestore.PutHistory, validTo: 30},
+		// meta, latest a, older a@20 (to 26) and a@26 (to 30), and their ends.
+		{op: "rows", rows: 6},
+		{op: "asof", key: "a", ts: 25, want: vs("2"), wantFrom: 20, wantTo: 26},
+		{op: "put", key: "b", value: vs("x"), ts: 31, status: statestore.PutLatest},
+		{op: "asof", key: "a", ts: 26, want: vs("2b"), wantFrom: 26, wantTo: 30},
+		{op: "rows", rows: 5},
+		{op: "put", key: "b", value: vs("y"), ts: 100, status: statestore.PutLatest},
+		{op: "rows", rows: 5}, // meta, latest a and b, older b@31 (to 100) and its end
+		{op: "get", key: "a", want: vs("3"), wantFrom: 30, wantTo: -1},
+		{op: "asof", key: "b", ts: 99, want: vs("x"), wantFrom: 31, wantTo: 100},
+		{op: "put", key: "c", value: vs("z"), ts: 200, status: statestore.PutLatest},
+		{op: "rows", rows: 4}, // meta, latest a, b and c
+		{op: "asof", key: "b", ts: 99},
+	}},
 	{"zero retention", 0, []vop{
 		{op: "put", key: "a", value: vs("1"), ts: 10, status: statestore.PutLatest},
 		{op: "put", key: "a", value: vs("0"), ts: 9, status: statestore.PutExpired},
@@ -117,11 +138,11 @@ func TestContractVersioned(t *testing.T) {
 		for _, c := range versionedCases {
 			t.Run(c.name, func(t *testing.T) {
 				kv := open.kv()
-				runVersioned(t, statestore.NewVersioned(kv, c.retention), c.ops)
+				runVersioned(t, kv, statestore.NewVersioned(kv, c.retention), c.ops)
 				// A new view over the same key-value store (as after a
 				// restore) reads the same versions and stream time.
 				again := statestore.NewVersioned(kv, c.retention)
-				runVersioned(t, again, lookups(c.ops))
+				runVersioned(t, kv, again, lookups(c.ops))
 			})
 		}
 	}}})
@@ -135,6 +156,7 @@ func lookups(ops []vop) []vop {
 		switch o.op {
 		case "put", "del":
 			out = out[:0]
+		case "rows":
 		default:
 			out = append(out, o)
 		}
@@ -142,7 +164,20 @@ func lookups(ops []vop) []vop {
 	return out
 }
 
-func runVersioned(t *testing.T, s statestore.VersionedStore, ops []vop) {
+func rows(t *testing.T, kv statestore.KeyValueStore) int {
+	t.Helper()
+	it, err := kv.Range(nil, nil)
+	require.NoError(t, err)
+	defer it.Close()
+	n := 0
+	for it.Next() {
+		n++
+	}
+	require.NoError(t, it.Err())
+	return n
+}
+
+func runVersioned(t *testing.T, kv statestore.KeyValueStore, s statestore.VersionedStore, ops []vop) {
 	t.Helper()
 	for i, o := range ops {
 		at := time.UnixMilli(o.ts)
@@ -170,6 +205,9 @@ func runVersioned(t *testing.T, s statestore.VersionedStore, ops []vop) {
 			rec, ok, err = s.Get([]byte(o.key))
 		case "asof":
 			rec, ok, err = s.GetAsOf([]byte(o.key), at)
+		case "rows":
+			require.Equal(t, o.rows, rows(t, kv), "#%d rows", i)
+			continue
 		}
 		require.NoError(t, err, "#%d", i)
 		if o.want == nil {
