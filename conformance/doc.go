@@ -26,7 +26,7 @@
 //	stream-stream      JoinStreams of streams "left" and "right", "before", "after", "grace"
 //	table-filter       NewTable + Filter (drops the value "filter"), table-mapvalues: + MapTableValues
 //	versioned-table    NewTable(Versioned("history")) of "in" (+ Filter dropping "filter") + ToStream
-//	stream-table-versioned  Join of stream "left" with versioned table "right" ("history"; "left": LeftJoin)
+//	stream-table-versioned  Join of stream "left" with versioned table "right" ("history"; "left": LeftJoin; "rekey")
 //	stream-table-grace      the same with WithGrace("grace")
 //	stateless          FlatMapValues (split on ",") + MapValues (upper case); merge: Merge of "left" and "right"
 //

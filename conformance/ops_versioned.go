@@ -40,6 +40,9 @@ func buildVersionedTable(c *opBuild) {
 func buildVersionedJoin(c *opBuild) {
 	c.count = false
 	left := c.input("left")
+	if c.s.Rekey {
+		left = topology.SelectKey(left, firstChar)
+	}
 	right := c.versionedTable("right", "right-store")
 	var opts []topology.Option
 	if c.s.Op == "stream-table-grace" {

@@ -39,6 +39,9 @@ final class Versioned implements Oracle.Family {
       case "stream-table-versioned":
       case "stream-table-grace": {
         KStream<String, String> left = input(b, s, "left");
+        if (s.path("rekey").asBoolean(false)) {
+          left = left.selectKey((k, v) -> v == null || v.isEmpty() ? null : v.substring(0, 1));
+        }
         KTable<String, String> right = versionedTable(b, s, "right", "right-store");
         Joined<String, String, String> joined = Joined.with(Serdes.String(), Serdes.String(), Serdes.String());
         if (op.equals("stream-table-grace")) {
