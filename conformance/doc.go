@@ -28,6 +28,7 @@
 //	versioned-table    NewTable(Versioned("history")) of "in" (+ Filter dropping "filter") + ToStream
 //	stream-table-versioned  Join of stream "left" with versioned table "right" ("history"; "left": LeftJoin; "rekey")
 //	stream-table-grace      the same with WithGrace("grace")
+//	table-table-versioned   JoinTables of versioned tables "left" and "right" ("history")
 //	stateless          FlatMapValues (split on ",") + MapValues (upper case); merge: Merge of "left" and "right"
 //
 // "filter": v drops the input records whose value is v before the operator;

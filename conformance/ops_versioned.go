@@ -10,6 +10,15 @@ import (
 func init() {
 	register(buildVersionedTable, "versioned-table")
 	register(buildVersionedJoin, "stream-table-versioned", "stream-table-grace")
+	register(buildVersionedTableTable, "table-table-versioned")
+}
+
+// buildVersionedTableTable joins two versioned tables.
+func buildVersionedTableTable(c *opBuild) {
+	c.count = false
+	left := c.versionedTable("left", "left-store")
+	right := c.versionedTable("right", "right-store")
+	topology.JoinTables(left, right, func(_, v1, v2 string) string { return v1 + "+" + v2 }).ToStream().To(c.name("out"))
 }
 
 // versionedTable returns the string table of topic, versioned with the

@@ -87,3 +87,13 @@ func (t *Versions[K, V]) version(r VersionedRecord, ok bool, err error) (Version
 	}
 	return Version[V]{Value: v, ValidFrom: r.ValidFrom, ValidTo: r.ValidTo, Latest: r.Latest}, true, nil
 }
+
+// LatestTimestamp returns the timestamp of k's latest version, a
+// tombstone's too.
+func (t *Versions[K, V]) LatestTimestamp(k K) (time.Time, bool, error) {
+	kb, err := t.encodeKey(k)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	return t.s.LatestTimestamp(kb)
+}

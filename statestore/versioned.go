@@ -81,6 +81,9 @@ type VersionedStore interface {
 	// is a tombstone, or when asOf is beyond the history retention and the
 	// latest version is not valid at asOf.
 	GetAsOf(key []byte, asOf time.Time) (VersionedRecord, bool, error)
+	// LatestTimestamp returns the timestamp of the key's latest version,
+	// a tombstone's too; false when the key has none.
+	LatestTimestamp(key []byte) (time.Time, bool, error)
 	// HistoryRetention returns the store's history retention.
 	HistoryRetention() time.Duration
 }
@@ -253,6 +256,14 @@ func (s *versioned) Get(key []byte) (VersionedRecord, bool, error) {
 		return VersionedRecord{}, false, err
 	}
 	return VersionedRecord{Value: latest.value, ValidFrom: time.UnixMilli(latest.from), Latest: true}, true, nil
+}
+
+func (s *versioned) LatestTimestamp(key []byte) (time.Time, bool, error) {
+	latest, ok, err := s.latest(key)
+	if err != nil || !ok {
+		return time.Time{}, false, err
+	}
+	return time.UnixMilli(latest.from), true, nil
 }
 
 func (s *versioned) GetAsOf(key []byte, asOf time.Time) (VersionedRecord, bool, error) {

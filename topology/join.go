@@ -112,8 +112,7 @@ func JoinTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], joiner func(K
 		b.failf("JoinTables: both tables must be materialized; give them Materialized(name)")
 	}
 	if a.versioned || c.versioned {
-		b.failf("JoinTables: a versioned table cannot be joined with a table yet")
-		return Table[K, VR]{b: b, node: a.node}
+		return joinVersionedTables(a, c, joiner, cfg)
 	}
 	ks := a.ks
 	// A result is stamped with the later of the two sides' timestamps, as

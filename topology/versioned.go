@@ -37,9 +37,11 @@ import (
 // store) forwards every update that fails it as a delete, present or not,
 // as Kafka Streams' filter does with versioned semantics.
 //
-// JoinTables does not take versioned tables yet (Build reports it): Kafka
-// Streams' table–table join skips out-of-order updates of a versioned
-// side, which weir's table updates do not mark.
+// JoinTables of a versioned table follows Kafka Streams' versioned
+// semantics: an update of a versioned side older than that side's latest
+// version is skipped (it went into the side's history only), and a
+// versioned side is looked up by its latest version, stamped with that
+// version's timestamp.
 
 // Versioned makes NewTable keep the table in a versioned store with the
 // given history retention: how long, behind the table's stream time, older
@@ -298,4 +300,145 @@ func (p *versionedJoinProc[K, V, VT, VR]) doJoin(ctx processor.Context[any, any]
 	}
 	r.Value = out
 	return ctx.Forward(r)
+}
+
+// joinVersionedTables is JoinTables when a side is versioned: each side's
+// node skips its side's out-of-order updates when that side is versioned,
+// and reads the other side as it is stored.
+func joinVersionedTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], joiner func(K, V1, V2) VR, cfg config) Table[K, VR] {
+	b := a.b
+	ks := a.ks
+	aSide, cSide := tableSideOf(a), tableSideOf(c)
+	left := b.addNode(&nodeDef{
+		kind: processor.KindProcessor,
+		newProc: func() processor.Processor[any, any, any, any] {
+			return &versionedTableJoinSide[K, V1, V2, VR]{own: aSide, other: cSide, ks: ks, vs: a.vs, vos: c.vs, join: joiner}
+		},
+	}, "KTABLE-JOINTHIS", config{}, a.node)
+	right := b.addNode(&nodeDef{
+		kind: processor.KindProcessor,
+		newProc: func() processor.Processor[any, any, any, any] {
+			return &versionedTableJoinSide[K, V2, V1, VR]{own: cSide, other: aSide, ks: ks, vs: c.vs, vos: a.vs,
+				join: func(k K, v2 V2, v1 V1) VR { return joiner(k, v1, v2) }}
+		},
+	}, "KTABLE-JOINOTHER", config{}, c.node)
+	for _, side := range []struct {
+		n          *nodeDef
+		own, other tableSide
+	}{{left, aSide, cSide}, {right, cSide, aSide}} {
+		if side.own.versioned {
+			b.connectStore(side.n, side.own.store)
+		}
+		b.connectStore(side.n, side.other.store)
+		if !side.other.versioned {
+			b.connectStore(side.n, side.other.timestamps)
+		}
+	}
+	merge := b.stateless("KTABLE-MERGE", cfg, forwardAll, left, right)
+	out := Table[K, VR]{b: b, node: merge, ks: a.ks, vs: inferSerde[VR]()}
+	if cfg.store != "" {
+		out = out.materialize("KTABLE-JOIN", cfg.store)
+	}
+	return out
+}
+
+// tableSide is what a table–table join knows of one side's store.
+type tableSide struct {
+	store      string
+	versioned  bool
+	history    time.Duration
+	timestamps string // the keys' timestamps, beside a store that is not versioned
+}
+
+func tableSideOf[K, V any](t Table[K, V]) tableSide {
+	if t.versioned {
+		return tableSide{store: t.store, versioned: true, history: t.history}
+	}
+	return tableSide{store: t.store, timestamps: t.b.timestampsOf(t.store)}
+}
+
+// versionedTableJoinSide handles the updates of one side of a table–table
+// join of which a side is versioned.
+type versionedTableJoinSide[K, V, VO, VR any] struct {
+	own, other tableSide
+	ks         serde.Serde[K]
+	vs         serde.Serde[V]
+	vos        serde.Serde[VO]
+	join       func(K, V, VO) VR
+
+	ownVersions   *statestore.Versions[K, V]  // when own is versioned
+	otherVersions *statestore.Versions[K, VO] // when other is versioned
+	otherKV       *statestore.KV[K, VO]       // otherwise, with otherTS
+	otherTS       *statestore.KV[K, int64]
+}
+
+func (p *versionedTableJoinSide[K, V, VO, VR]) Init(ctx processor.Context[any, any]) error {
+	var err error
+	if p.own.versioned {
+		if p.ownVersions, err = versionedStore(ctx, p.own.store, p.own.history, p.ks, p.vs); err != nil {
+			return err
+		}
+	}
+	if p.other.versioned {
+		p.otherVersions, err = versionedStore(ctx, p.other.store, p.other.history, p.ks, p.vos)
+		return err
+	}
+	if p.otherKV, err = processor.KeyValueStore(ctx, p.other.store, p.ks, p.vos); err != nil {
+		return err
+	}
+	p.otherTS, err = processor.KeyValueStore(ctx, p.other.timestamps, p.ks, serde.Int64())
+	return err
+}
+
+func (p *versionedTableJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
+	if r.Key == nil {
+		ctx.Count(processor.MetricDroppedNull, 1)
+		return nil
+	}
+	k, err := processor.As[K](r.Key)
+	if err != nil {
+		return err
+	}
+	if p.own.versioned {
+		latest, ok, err := p.ownVersions.LatestTimestamp(k)
+		if err != nil {
+			return fmt.Errorf("topology: join of %q: %w", p.own.store, err)
+		}
+		if ok && latest.After(r.Timestamp) {
+			return nil // out of order: only in this side's history
+		}
+	}
+	vo, ts, found, err := p.lookup(k)
+	if err != nil {
+		return fmt.Errorf("topology: join with %q: %w", p.other.store, err)
+	}
+	if !found {
+		return nil
+	}
+	if ts.After(r.Timestamp) {
+		r.Timestamp = ts
+	}
+	if r.Value == nil {
+		return ctx.Forward(r) // this side deleted: the result is deleted
+	}
+	v, err := processor.As[V](r.Value)
+	if err != nil {
+		return err
+	}
+	r.Value = p.join(k, v, vo)
+	return ctx.Forward(r)
+}
+
+// lookup returns the other side's value of k and its timestamp.
+func (p *versionedTableJoinSide[K, V, VO, VR]) lookup(k K) (VO, time.Time, bool, error) {
+	if p.other.versioned {
+		ver, found, err := p.otherVersions.Get(k)
+		return ver.Value, ver.ValidFrom, found, err
+	}
+	vo, found, err := p.otherKV.Get(k)
+	if err != nil || !found {
+		return vo, time.Time{}, false, err
+	}
+	ts, _, err := p.otherTS.Get(k)
+	return vo, time.UnixMilli(ts), true, err
 }

@@ -15,7 +15,7 @@ import (
 // vop is one step of a versioned case: a put (value nil for a tombstone),
 // a delete, or a lookup (get: latest; asOf >= 0: as of that time).
 type vop struct {
-	op    string // "put", "del", "get", "asof", "rows"
+	op    string // "put", "del", "get", "asof", "rows", "latest"
 	key   string
 	value *string
 	ts    int64
@@ -63,8 +63,10 @@ var versionedCases = []struct {
 		{op: "get", key: "a", want: vs("3b"), wantFrom: 30, wantTo: -1},
 	}},
 	{"tombstones", 100 * time.Millisecond, []vop{
+		{op: "latest", key: "a", ts: -1},
 		{op: "put", key: "a", value: vs("1"), ts: 10, status: statestore.PutLatest},
 		{op: "put", key: "a", ts: 20, status: statestore.PutLatest},
+		{op: "latest", key: "a", ts: 20},
 		{op: "get", key: "a"},
 		{op: "asof", key: "a", ts: 15, want: vs("1"), wantFrom: 10, wantTo: 20},
 		{op: "asof", key: "a", ts: 25},
@@ -207,6 +209,14 @@ func runVersioned(t *testing.T, kv statestore.KeyValueStore, s statestore.Versio
 			rec, ok, err = s.GetAsOf([]byte(o.key), at)
 		case "rows":
 			require.Equal(t, o.rows, rows(t, kv), "#%d rows", i)
+			continue
+		case "latest": // ts: the latest version's timestamp, -1 for none
+			lt, ok, err := s.LatestTimestamp([]byte(o.key))
+			require.NoError(t, err)
+			require.Equal(t, o.ts != -1, ok, "#%d latest", i)
+			if ok {
+				require.Equal(t, o.ts, lt.UnixMilli(), "#%d latest", i)
+			}
 			continue
 		}
 		require.NoError(t, err, "#%d", i)

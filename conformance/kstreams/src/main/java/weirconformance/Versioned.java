@@ -53,6 +53,12 @@ final class Versioned implements Oracle.Family {
         j.to("out", Oracle.OUT);
         return true;
       }
+      case "table-table-versioned": {
+        KTable<String, String> left = versionedTable(b, s, "left", "left-store");
+        KTable<String, String> right = versionedTable(b, s, "right", "right-store");
+        left.join(right, (v1, v2) -> v1 + "+" + v2).toStream().to("out", Oracle.OUT);
+        return true;
+      }
       default:
         return false;
     }
