@@ -26,10 +26,10 @@ import (
 // staged, changelogged and restored as key-value stores are, in memory and
 // in Badger alike. Its layout in the key-value store:
 //
-//	0x00                              → observed stream time (8 bytes)
-//	0x01 ‖ len(key) (4) ‖ key         → latest version: validFrom (8) ‖ flag ‖ value
-//	0x02 ‖ len(key) (4) ‖ key ‖ ts (8) → older version valid from ts: flag ‖ value
-//	0x03 ‖ end (8) ‖ len(key) (4) ‖ key ‖ ts (8) → empty: the index of older versions by end
+//	0x00                                         → observed stream time (8 bytes)
+//	0x01 ‖ len(key) (4) ‖ key                    → latest version: validFrom (8) ‖ flag ‖ value
+//	0x02 ‖ len(key) (4) ‖ key ‖ ts (8)           → older version valid from ts: flag ‖ value
+//	0x03 ‖ end (8) ‖ len(key) (4) ‖ key ‖ ts (8) → empty: older versions indexed by end
 //
 // Timestamps are big-endian with the sign bit flipped, so that a key's older
 // versions sort by timestamp; the flag is 1 for a value, 0 for a tombstone.
