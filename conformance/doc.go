@@ -39,6 +39,10 @@
 //	table-filter       NewTable + Filter (drops the value "filter"), table-mapvalues: + MapTableValues
 //	table-groupby      GroupTable of table "in" by the value's first character ("-": null key, "_": null value;
 //	                   "filter": a table Filter first) + Count, Reduce or AggregateTable ("agg")
+//	versioned-table    NewTable(Versioned("history")) of "in" (+ Filter dropping "filter") + ToStream
+//	stream-table-versioned  Join of stream "left" with versioned table "right" ("history"; "left": LeftJoin; "rekey")
+//	stream-table-grace      the same with WithGrace("grace")
+//	table-table-versioned   JoinTables of versioned tables "left" and "right" ("history")
 //	stateless          FlatMapValues (split on ",") + MapValues (upper case); merge: Merge of "left" and "right"
 //
 // "filter": v drops the input records whose value is v before the operator;

@@ -33,8 +33,12 @@ type Script struct {
 	MaxRecords int64 `json:"maxRecords,omitempty"`
 	MaxBytes   int64 `json:"maxBytes,omitempty"`
 	// Materialize gives a table operator's result a store of its own.
-	Materialize bool    `json:"materialize,omitempty"`
-	Inputs      []Input `json:"inputs"`
+	Materialize bool `json:"materialize,omitempty"`
+	// History is a versioned table's history retention (ms); Left makes a
+	// stream–table join a left join.
+	History int64   `json:"history,omitempty"`
+	Left    bool    `json:"left,omitempty"`
+	Inputs  []Input `json:"inputs"`
 	// Differs names a documented difference (docs/semantics.md): weir's
 	// output is then Weir, not Expect.
 	Differs string   `json:"differs,omitempty"`

@@ -1,5 +1,7 @@
 package processor
 
+import "time"
+
 // StoreCodec describes how interactive queries read a store: how a key given
 // as text (in a URL) becomes the store's key bytes, and how stored keys and
 // values decode into values that marshal as JSON. Package topology records
@@ -17,4 +19,10 @@ type StoreCodec struct {
 	DecodeKey func(b []byte) (any, error)
 	// DecodeValue decodes a stored value.
 	DecodeValue func(b []byte) (any, error)
+	// Versioned says the store is a key-value store holding a versioned
+	// store (statestore.NewVersioned) with HistoryRetention: key lookups
+	// read its latest version, or the version as of a time; range queries
+	// are refused, as Kafka Streams serves versioned stores by key only.
+	Versioned        bool
+	HistoryRetention time.Duration
 }

@@ -15,6 +15,9 @@
 // time.UnixMilli values. EncodeWindowKey and EncodeSessionKey give the byte
 // layout of windowed and session keys in changelogs.
 //
+// A VersionedStore (NewVersioned, typed view Versions) keeps each key's
+// values over time within a history retention, over a KeyValueStore.
+//
 // This package imports no I/O library and never reads the wall clock: time
 // comes in as arguments (stream time), so stores behave the same in the test
 // driver and in the engines.

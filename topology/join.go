@@ -51,6 +51,9 @@ func streamTableJoin[K, V, VT, VR any](s Stream[K, V], t Table[K, VT], prefix st
 	if t.store == "" {
 		b.failf("%s: the table is not materialized; give it Materialized(name)", prefix)
 	}
+	if t.versioned || cfg.grace != nil {
+		return versionedJoin(s, t, prefix, cfg, join)
+	}
 	in := s.partitioned("")
 	store, ks, vts := t.store, t.ks, t.vs
 	left := prefix == "KSTREAM-LEFTJOIN"

@@ -1,6 +1,8 @@
 package topology
 
 import (
+	"time"
+
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/serde"
 )
@@ -15,6 +17,8 @@ type config struct {
 	partitions int32
 	emitFinal  bool
 	stores     []string
+	versioned  *time.Duration // Versioned: the history retention
+	grace      *time.Duration // WithGrace
 }
 
 func newConfig(opts []Option) config {

@@ -28,6 +28,14 @@ type Table[K, V any] struct {
 	// closes: its grace, or gap + grace for sessions (UntilWindowCloses).
 	windowed   bool
 	closeDelay time.Duration
+	// history is the history retention of a versioned table's store;
+	// versioned says the store is versioned (see Versioned), and
+	// versionedUpstream that the table is one, or derives from one through
+	// operations without a store of their own (Kafka Streams' "versioned
+	// semantics", which its filter follows).
+	history           time.Duration
+	versioned         bool
+	versionedUpstream bool
 }
 
 // NewTable reads topic as a table, materialized in a store named by
@@ -40,6 +48,9 @@ func NewTable[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde.Se
 	}
 	src := b.addSource(processor.TopicRef{Name: topic}, decoder[K, V](ks, vs), config{name: cfg.name}, "KTABLE-SOURCE")
 	t := Table[K, V]{b: b, node: src, ks: ks, vs: vs}
+	if cfg.versioned != nil {
+		return t.materializeVersioned(cfg.store, *cfg.versioned)
+	}
 	return t.materialize("KTABLE-SOURCE", cfg.store)
 }
 
@@ -82,6 +93,7 @@ func (t Table[K, V]) materialize(prefix, store string) Table[K, V] {
 	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindKeyValue, Logged: true}, n)
 	queryable(b, store, ks, vs)
 	t.node, t.store = n, store
+	t.versionedUpstream = false // a store of its own, not versioned
 	return t
 }
 
@@ -162,6 +174,9 @@ func (t Table[K, V]) FilterNot(pred func(K, V) bool, opts ...Option) Table[K, V]
 
 func (t Table[K, V]) filter(pred func(K, V) bool, keep bool, opts []Option) Table[K, V] {
 	cfg := newConfig(opts)
+	if t.versionedUpstream {
+		return t.filterVersioned(pred, keep, cfg)
+	}
 	var present string // set once the node has its name; read when tasks start
 	ks := t.ks
 	n := t.b.addNode(&nodeDef{
@@ -246,7 +261,8 @@ func MapTableValues[K, V, VR any](t Table[K, V], fn func(K, V) VR, opts ...Optio
 		r.Value = fn(tr.Key, tr.Value)
 		return ctx.Forward(r)
 	}, t.node)
-	out := Table[K, VR]{b: t.b, node: n, ks: t.ks, vs: sameOrInfer[V, VR](t.vs), windowed: t.windowed, closeDelay: t.closeDelay}
+	out := Table[K, VR]{b: t.b, node: n, ks: t.ks, vs: sameOrInfer[V, VR](t.vs), windowed: t.windowed, closeDelay: t.closeDelay,
+		versionedUpstream: t.versionedUpstream}
 	if cfg.store != "" {
 		out = out.materialize("KTABLE-MAPVALUES", cfg.store)
 	}

@@ -36,6 +36,9 @@ import (
 // on either side. A delete on either side deletes the result. Each update
 // is stamped with the later of the two sides' timestamps.
 func JoinTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], joiner func(K, V1, V2) VR, opts ...Option) Table[K, VR] {
+	if (a.versioned || c.versioned) && a.b == c.b && a.store != "" && c.store != "" {
+		return joinVersionedTables(a, c, joiner, newConfig(opts))
+	}
 	return joinTables(a, c, "JoinTables", false, false, func(k K, v1 V1, _ bool, v2 V2, _ bool) VR {
 		return joiner(k, v1, v2)
 	}, opts)

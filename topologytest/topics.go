@@ -153,3 +153,21 @@ func WindowStore[K, V any](d *Driver, name string, ks statestore.Codec[K], vs st
 	}
 	return statestore.NewWindowed(ws, ks, vs), nil
 }
+
+// VersionedStore returns a typed view of the versioned store of a table
+// read with topology.Versioned.
+func VersionedStore[K, V any](d *Driver, name string, ks statestore.Codec[K], vs statestore.Codec[V]) (*statestore.Versions[K, V], error) {
+	codec, ok := d.graph.StoreCodecs[name]
+	if !ok || !codec.Versioned {
+		return nil, fmt.Errorf("topologytest: store %q is not a versioned table's store", name)
+	}
+	s, err := d.Store(name)
+	if err != nil {
+		return nil, err
+	}
+	kv, ok := s.(statestore.KeyValueStore)
+	if !ok {
+		return nil, fmt.Errorf("topologytest: store %q is a %T, not a key-value store", name, s)
+	}
+	return statestore.NewVersions(statestore.NewVersioned(kv, codec.HistoryRetention), ks, vs), nil
+}

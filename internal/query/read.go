@@ -36,9 +36,13 @@ type KeyReply struct {
 	Partition int32  `json:"partition"`
 	// Value is set for key-value stores, Windows for window and session
 	// stores.
-	Value    any      `json:"value,omitempty"`
-	Windows  []Window `json:"windows,omitempty"`
-	ServedBy string   `json:"servedBy"`
+	Value any `json:"value,omitempty"`
+	// ValidFromMs and ValidToMs bound the validity of a versioned store's
+	// value; ValidToMs is absent for the key's latest version.
+	ValidFromMs *int64   `json:"validFromMs,omitempty"`
+	ValidToMs   *int64   `json:"validToMs,omitempty"`
+	Windows     []Window `json:"windows,omitempty"`
+	ServedBy    string   `json:"servedBy"`
 	// Role is the copy that served: "active" (the partition's owner),
 	// "standby" or "restoring" (only when the query's maxLag allowed it).
 	Role string `json:"role"`
@@ -61,6 +65,40 @@ type RangeReply struct {
 
 // errNotFound is a key without a value (or windows in range).
 var errNotFound = errors.New("query: key not found")
+
+// readVersioned reads one key of a versioned store: its latest version, or
+// the version valid at asOf when asOf is set.
+func readVersioned(s statestore.Store, codec processor.StoreCodec, kb []byte, asOf *time.Time) (any, *int64, *int64, error) {
+	kv, ok := s.(statestore.KeyValueStore)
+	if !ok {
+		return nil, nil, nil, fmt.Errorf("query: versioned store %q is a %T, not a key-value store", s.Name(), s)
+	}
+	vs := statestore.NewVersioned(kv, codec.HistoryRetention)
+	var (
+		rec   statestore.VersionedRecord
+		found bool
+		err   error
+	)
+	if asOf != nil {
+		rec, found, err = vs.GetAsOf(kb, *asOf)
+	} else {
+		rec, found, err = vs.Get(kb)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !found {
+		return nil, nil, nil, errNotFound
+	}
+	v, err := codec.DecodeValue(rec.Value)
+	from := rec.ValidFrom.UnixMilli()
+	var to *int64
+	if !rec.Latest {
+		ms := rec.ValidTo.UnixMilli()
+		to = &ms
+	}
+	return v, &from, to, err
+}
 
 // readKey reads one key: its value, or its windows in [from, to].
 func readKey(s statestore.Store, codec processor.StoreCodec, kb []byte, from, to time.Time) (any, []Window, error) {
@@ -134,6 +172,9 @@ func readRange(s statestore.Store, codec processor.StoreCodec, p int32, from, to
 	if !ok {
 		return nil, false, errRangeKind
 	}
+	if codec.Versioned {
+		return nil, false, errRangeVersioned
+	}
 	it, err := kv.Range(from, to)
 	if err != nil {
 		return nil, false, err
@@ -156,6 +197,8 @@ func readRange(s statestore.Store, codec processor.StoreCodec, p int32, from, to
 	}
 	return out, false, it.Err()
 }
+
+var errRangeVersioned = errors.New("query: range queries do not read versioned stores; read them per key, with asOf")
 
 var errRangeKind = errors.New("query: range queries read key-value stores; window and session stores are read per key with from and to")
 

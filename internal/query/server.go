@@ -199,7 +199,17 @@ func (s *server) key(w http.ResponseWriter, r *http.Request) {
 	}
 	from, err1 := parseTime(r.URL.Query().Get("from"), minTime)
 	to, err2 := parseTime(r.URL.Query().Get("to"), maxTime)
-	if err := errors.Join(err1, err2); err != nil {
+	var asOf *time.Time
+	var err3 error
+	if t := r.URL.Query().Get("asOf"); t != "" {
+		var at time.Time
+		at, err3 = parseTime(t, time.Time{})
+		asOf = &at
+		if err3 == nil && !info.Codec.Versioned {
+			err3 = fmt.Errorf("store %q is not versioned: asOf reads versioned stores", name)
+		}
+	}
+	if err := errors.Join(err1, err2, err3); err != nil {
 		writeError(w, http.StatusBadRequest, apiError{Error: "query: " + err.Error(), Store: name, Key: text})
 		return
 	}
@@ -213,14 +223,24 @@ func (s *server) key(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer st.Close()
-	v, ws, err := readKey(st, info.Codec, kb, from, to)
+	var (
+		v                  any
+		ws                 []Window
+		validFrom, validTo *int64
+	)
+	if info.Codec.Versioned {
+		v, validFrom, validTo, err = readVersioned(st, info.Codec, kb, asOf)
+	} else {
+		v, ws, err = readKey(st, info.Codec, kb, from, to)
+	}
 	switch {
 	case errors.Is(err, errNotFound):
 		writeError(w, http.StatusNotFound, apiError{Error: fmt.Sprintf("query: store %q has no key %q", name, text), Store: name, Key: text, Partition: &p})
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, apiError{Error: err.Error(), Store: name, Key: text, Partition: &p})
 	default:
-		writeJSON(w, http.StatusOK, KeyReply{Store: name, Key: text, Partition: p, Value: v, Windows: ws, ServedBy: s.cfg.Self, Role: c.Role, Lag: c.Lag})
+		writeJSON(w, http.StatusOK, KeyReply{Store: name, Key: text, Partition: p, Value: v, Windows: ws,
+			ValidFromMs: validFrom, ValidToMs: validTo, ServedBy: s.cfg.Self, Role: c.Role, Lag: c.Lag})
 	}
 }
 
@@ -254,7 +274,7 @@ func (s *server) servePartition(w http.ResponseWriter, r *http.Request, info run
 	defer st.Close()
 	entries, more, err := readRange(st, info.Codec, p, from, to, limit)
 	switch {
-	case errors.Is(err, errRangeKind):
+	case errors.Is(err, errRangeKind), errors.Is(err, errRangeVersioned):
 		writeError(w, http.StatusBadRequest, apiError{Error: err.Error(), Store: name})
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, apiError{Error: err.Error(), Store: name, Partition: &p})

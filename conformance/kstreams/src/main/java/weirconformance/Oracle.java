@@ -108,6 +108,7 @@ public final class Oracle {
       new ForeignKeyJoins(),
       new TableAggregations(),
       new StreamToTable(),
+      new Versioned(),
       new Stateless());
 
   static Topology topology(JsonNode s) {
