@@ -15,6 +15,9 @@ type config struct {
 	partitions int32
 	emitFinal  bool
 	stores     []string
+	// timestamp is a source's extractor: a TimestampExtractor[K, V] or a
+	// processor.TimestampFunc (see sourceTimestamp).
+	timestamp any
 }
 
 func newConfig(opts []Option) config {
