@@ -31,6 +31,8 @@
 //	table-groupby      GroupTable of table "in" by the value's first character ("-": null key, "_": null value;
 //	                   "filter": a table Filter first) + Count, Reduce or AggregateTable ("agg")
 //	stateless          FlatMapValues (split on ",") + MapValues (upper case); merge: Merge of "left" and "right"
+//	timestamp-extractor NewStream with WithTimestamp reading the value's time ("payload@ms"; none: the
+//	                   partition time; negative: dropped), then To, or with a "size" a tumbling Count ("grace", "rekey")
 //
 // "filter": v drops the input records whose value is v before the operator;
 // "rekey": true re-keys by the value's first character (a repartition);

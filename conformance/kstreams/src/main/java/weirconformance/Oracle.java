@@ -104,7 +104,8 @@ public final class Oracle {
       new OuterJoins(),
       new ForeignKeyJoins(),
       new TableAggregations(),
-      new Stateless());
+      new Stateless(),
+      new TimestampExtractors());
 
   static Topology topology(JsonNode s) {
     StreamsBuilder b = new StreamsBuilder();
