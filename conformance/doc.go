@@ -14,7 +14,8 @@
 //	}
 //
 // Keys and values are strings (null is a null key or a tombstone); times
-// are milliseconds. The operators and their parameters:
+// are milliseconds. "headers", optional on inputs and outputs, lists a
+// record's headers in order as [key, value] pairs (values as text). The operators and their parameters:
 //
 //	aggregate          GroupByKey (or GroupBy, "rekey") + Count or Reduce ("agg": "count" | "reduce")
 //	tumbling, hopping  WindowedBy(TumblingWindows / HoppingWindows), "size", "advance", "grace", "agg", "final"
@@ -44,6 +45,10 @@
 //	stream-table-grace      the same with WithGrace("grace")
 //	table-table-versioned   JoinTables of versioned tables "left" and "right" ("history")
 //	stateless          FlatMapValues (split on ",") + MapValues (upper case); merge: Merge of "left" and "right"
+//	headers            FilterWithHeaders (drops records with a header named "filter") + MapValuesWithHeaders (appends
+//	                   the last "trace" header to the value, sets header "seen" to the old value), then To or "agg": "count"
+//	timestamp-extractor NewStream with WithTimestamp reading the value's time ("payload@ms"; none: the
+//	                   partition time; negative: dropped), then To, or with a "size" a tumbling Count ("grace", "rekey")
 //
 // "filter": v drops the input records whose value is v before the operator;
 // "rekey": true re-keys by the value's first character (a repartition);

@@ -104,7 +104,8 @@ func TestContinuousEngineStepByStep(t *testing.T) {
 					in := s.Inputs[step]
 					k, v := in.Bytes()
 					topic := fmt.Sprintf("%s-%d-%s", base, i, topicOf(in))
-					recs = append(recs, kafka.Record{Topic: topic, Partition: 0, Key: k, Value: v, Timestamp: time.UnixMilli(in.TS)})
+					recs = append(recs, kafka.Record{Topic: topic, Partition: 0, Key: k, Value: v, Timestamp: time.UnixMilli(in.TS),
+						Headers: conformance.InputHeaders[kafka.Header](in)})
 					if globals[topic] {
 						globalRecords++
 					}
@@ -122,7 +123,7 @@ func TestContinuousEngineStepByStep(t *testing.T) {
 				for _, r := range all[seen[i]:] {
 					k, v, err := decoders[i](r.Key, r.Value)
 					require.NoError(t, err)
-					got[i] = append(got[i], conformance.Output{After: step, Topic: "out", Key: k, Value: v, TS: r.Timestamp.UnixMilli()})
+					got[i] = append(got[i], conformance.Output{After: step, Topic: "out", Key: k, Value: v, TS: r.Timestamp.UnixMilli(), Headers: conformance.OutputHeaders(r.Headers)})
 				}
 				seen[i] = len(all)
 			}

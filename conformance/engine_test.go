@@ -71,7 +71,7 @@ func TestEnginesMatchTopologytest(t *testing.T) {
 					kafkatest.CreateTopic(t, env, prefix+"out", 1)
 					for _, in := range s.Inputs {
 						k, v := in.Bytes()
-						recs = append(recs, kafka.Record{Topic: prefix + "in", Partition: 0, Key: k, Value: v, Timestamp: time.UnixMilli(in.TS)})
+						recs = append(recs, kafka.Record{Topic: prefix + "in", Partition: 0, Key: k, Value: v, Timestamp: time.UnixMilli(in.TS), Headers: conformance.InputHeaders[kafka.Header](in)})
 					}
 				}
 				topo, err := b.Build()
@@ -99,7 +99,7 @@ func TestEnginesMatchTopologytest(t *testing.T) {
 						for _, r := range kafkatest.ReadCommitted(t, env, fmt.Sprintf("%s-%d-out", base, i)) {
 							k, v, err := decoders[i](r.Key, r.Value)
 							require.NoError(t, err)
-							got[i] = append(got[i], conformance.Output{Topic: "out", Key: k, Value: v, TS: r.Timestamp.UnixMilli()})
+							got[i] = append(got[i], conformance.Output{Topic: "out", Key: k, Value: v, TS: r.Timestamp.UnixMilli(), Headers: conformance.OutputHeaders(r.Headers)})
 						}
 					}
 					return got

@@ -56,6 +56,8 @@ type Input struct {
 	Key   *string `json:"key"`
 	Value *string `json:"value"`
 	TS    int64   `json:"ts"`
+	// Headers are the record's headers, in order; optional.
+	Headers []Header `json:"headers,omitempty"`
 }
 
 // Output is one output record and the index of the input that caused it.
@@ -65,6 +67,8 @@ type Output struct {
 	Key   *string `json:"key"`
 	Value *string `json:"value"`
 	TS    int64   `json:"ts"`
+	// Headers are the record's headers, in order; left out when none.
+	Headers []Header `json:"headers,omitempty"`
 }
 
 func (o Output) String() string {
@@ -74,7 +78,11 @@ func (o Output) String() string {
 		}
 		return fmt.Sprintf("%q", *p)
 	}
-	return fmt.Sprintf("after #%d %s key=%s value=%s ts=%d", o.After, o.Topic, s(o.Key), s(o.Value), o.TS)
+	text := fmt.Sprintf("after #%d %s key=%s value=%s ts=%d", o.After, o.Topic, s(o.Key), s(o.Value), o.TS)
+	if len(o.Headers) > 0 {
+		text += fmt.Sprintf(" headers=%q", o.Headers)
+	}
+	return text
 }
 
 func (in Input) topic() string {

@@ -184,7 +184,7 @@ func RunWeir(s *Script) ([]Output, error) {
 	read := 0
 	for i, in := range s.Inputs {
 		k, v := in.Bytes()
-		if err := d.PipeRaw(in.topic(), k, v, time.UnixMilli(in.TS)); err != nil {
+		if err := d.PipeRaw(in.topic(), k, v, time.UnixMilli(in.TS), InputHeaders[processor.Header](in)...); err != nil {
 			return nil, fmt.Errorf("input #%d: %w", i, err)
 		}
 		all := d.Topic("out")
@@ -193,7 +193,7 @@ func RunWeir(s *Script) ([]Output, error) {
 			if err != nil {
 				return nil, errors.Join(fmt.Errorf("input #%d: output", i), err)
 			}
-			outs = append(outs, Output{After: i, Topic: "out", Key: k, Value: v, TS: o.Timestamp.UnixMilli()})
+			outs = append(outs, Output{After: i, Topic: "out", Key: k, Value: v, TS: o.Timestamp.UnixMilli(), Headers: OutputHeaders(o.Headers)})
 		}
 		read = len(all)
 	}

@@ -114,6 +114,9 @@ type Node struct {
 	Topics []TopicRef
 	// Decode is the source's deserializer.
 	Decode DecodeFunc
+	// Timestamp, when set, gives the source's records their timestamps;
+	// nil keeps the timestamp each record carries, which must be valid.
+	Timestamp TimestampFunc
 
 	// New returns the processor of a processor node, once per task.
 	New func() Processor[any, any, any, any]

@@ -61,6 +61,9 @@ type Task struct {
 	wall     int64 // wall-clock time in ms
 	counters map[string]int64
 	closed   bool
+	// partitionTime is, by topic, the largest timestamp a source's
+	// TimestampFunc returned (see TimestampFunc).
+	partitionTime map[string]int64
 	// inRecord reports whether an input record is being processed, and
 	// recordTS is its timestamp in ms, for changelog timestamps. (Not a
 	// pointer to the record: that moved every record to the heap.)
@@ -103,6 +106,8 @@ func NewTask(g *Graph, cfg TaskConfig) (*Task, error) {
 		stream:   -1,
 		wall:     0,
 		counters: map[string]int64{},
+
+		partitionTime: map[string]int64{},
 	}
 	if !cfg.WallClock.IsZero() {
 		t.wall = cfg.WallClock.UnixMilli()
@@ -195,12 +200,20 @@ func (t *Task) Process(r RawRecord) error {
 		return &RecordError{Kind: kind, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Node: nodeName, Err: err}
 	}
 	ts := r.Timestamp.UnixMilli()
-	if r.Timestamp.IsZero() || ts < 0 {
+	if src.def.Timestamp == nil && !ValidTimestamp(r.Timestamp) {
 		return fail(DeserializationError, "", fmt.Errorf("invalid timestamp %v", r.Timestamp))
 	}
 	k, v, err := src.def.Decode(r.Topic, r.Key, r.Value)
 	if err != nil {
 		return fail(DeserializationError, "", err)
+	}
+	if src.def.Timestamp != nil {
+		var keep bool
+		if ts, keep, err = t.extractTimestamp(src, r, k, v); err != nil {
+			return fail(DeserializationError, "", err)
+		} else if !keep {
+			return nil
+		}
 	}
 	if ts > t.stream {
 		t.stream = ts

@@ -49,6 +49,8 @@ type nodeDef struct {
 
 	topics []processor.TopicRef
 	decode processor.DecodeFunc
+	// timestamp is a source's timestamp extractor; nil for none.
+	timestamp processor.TimestampFunc
 
 	newProc func() processor.Processor[any, any, any, any]
 
@@ -318,7 +320,7 @@ func (b *Builder) compile() *processor.Graph {
 func (n *nodeDef) compile() processor.Node {
 	out := processor.Node{
 		Name: n.name, Kind: n.kind, Stores: append([]string(nil), n.stores...),
-		Topics: n.topics, Decode: n.decode, New: n.newProc, Topic: n.topic, Encode: n.encode,
+		Topics: n.topics, Decode: n.decode, Timestamp: n.timestamp, New: n.newProc, Topic: n.topic, Encode: n.encode,
 	}
 	for _, c := range n.children {
 		out.Children = append(out.Children, c.name)

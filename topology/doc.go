@@ -17,6 +17,10 @@
 // since Go methods cannot take type parameters (Map, MapValues, FlatMap,
 // SelectKey, GroupBy, Aggregate, Join, Process, ...).
 //
+// A source keeps each record's timestamp, or takes one from the record with
+// WithTimestamp (Kafka Streams' timestamp extractors). DSL functions see
+// record headers through MapValuesWithHeaders and FilterWithHeaders.
+//
 // Serdes travel with streams: a source's serdes are kept until an operation
 // changes the type; string, []byte, int64 and float64 get weir's serdes
 // automatically; other types take WithKeySerde / WithValueSerde. Build

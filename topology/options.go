@@ -19,6 +19,9 @@ type config struct {
 	stores     []string
 	versioned  *time.Duration // Versioned: the history retention
 	grace      *time.Duration // WithGrace
+	// timestamp is a source's extractor: a TimestampExtractor[K, V] or a
+	// processor.TimestampFunc (see sourceTimestamp).
+	timestamp any
 }
 
 func newConfig(opts []Option) config {

@@ -246,10 +246,12 @@ func (p *sessionAgg[K, V, VA]) process(ctx processor.Context[any, any], r proces
 	return nil
 }
 
-// forward emits session [start, end] of r's key, stamped with its end.
+// forward emits session [start, end] of r's key, stamped with its end. It
+// carries no headers: Kafka Streams' session aggregation forwards a new
+// record, without the input's.
 func (p *sessionAgg[K, V, VA]) forward(ctx processor.Context[any, any], r processor.Record[K, V], start, end int64, agg any) error {
 	return ctx.Forward(processor.Record[any, any]{
 		Key: Windowed[K]{Key: r.Key, Start: time.UnixMilli(start), End: time.UnixMilli(end)}, Value: agg,
-		Timestamp: time.UnixMilli(end), Headers: r.Headers, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+		Timestamp: time.UnixMilli(end), Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 	})
 }

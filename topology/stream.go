@@ -37,6 +37,7 @@ func NewStream[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde.S
 		b.failf("NewStream(%q): nil serde", topic)
 	}
 	n := b.addSource(processor.TopicRef{Name: topic}, decoder[K, V](ks, vs), cfg, "KSTREAM-SOURCE")
+	n.timestamp = sourceTimestamp[K, V](b, cfg, fmt.Sprintf("NewStream(%q)", topic))
 	return Stream[K, V]{b: b, node: n, ks: ks, vs: vs}
 }
 

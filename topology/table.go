@@ -47,6 +47,7 @@ func NewTable[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde.Se
 		b.failf("NewTable(%q): nil serde", topic)
 	}
 	src := b.addSource(processor.TopicRef{Name: topic}, decoder[K, V](ks, vs), config{name: cfg.name}, "KTABLE-SOURCE")
+	src.timestamp = sourceTimestamp[K, V](b, cfg, fmt.Sprintf("NewTable(%q)", topic))
 	t := Table[K, V]{b: b, node: src, ks: ks, vs: vs}
 	if cfg.versioned != nil {
 		return t.materializeVersioned(cfg.store, *cfg.versioned)

@@ -183,7 +183,7 @@ func (p *windowAgg[K, V, VA]) Process(ctx processor.Context[any, any], r process
 		return fmt.Errorf("topology: windowed aggregate %q: %w", p.store, err)
 	}
 	if p.emitFinal {
-		if err := p.emitClosed(ctx, closeTime); err != nil {
+		if err := p.emitClosed(ctx, r.Headers, closeTime); err != nil {
 			return fmt.Errorf("topology: windowed aggregate %q: %w", p.store, err)
 		}
 	}
@@ -250,10 +250,11 @@ func (p *windowAgg[K, V, VA]) windowEnd(start int64) int64 {
 
 // emitClosed emits, once, every window that closed: end ≤ closeTime, each
 // stamped with its largest record timestamp, in the order of Kafka Streams'
-// suppression buffer (window end, then key bytes). The position of the next
-// window start to emit is kept in a store, so a restarted task neither
-// repeats nor skips results.
-func (p *windowAgg[K, V, VA]) emitClosed(ctx processor.Context[any, any], closeTime int64) error {
+// suppression buffer (window end, then key bytes), with the headers of the
+// record that closed them (as emitStrategy(onWindowClose) does). The
+// position of the next window start to emit is kept in a store, so a
+// restarted task neither repeats nor skips results.
+func (p *windowAgg[K, V, VA]) emitClosed(ctx processor.Context[any, any], headers []processor.Header, closeTime int64) error {
 	lastStart := closeTime - p.w.size.Milliseconds() // windows starting at or before this are closed
 	next := int64(0)
 	if b, ok, err := p.pos.Get(emitPositionKey); err != nil {
@@ -306,6 +307,7 @@ func (p *windowAgg[K, V, VA]) emitClosed(ctx processor.Context[any, any], closeT
 			Key:       Windowed[K]{Key: k, Start: time.UnixMilli(res.start), End: time.UnixMilli(p.windowEnd(res.start))},
 			Value:     agg,
 			Timestamp: time.UnixMilli(ts),
+			Headers:   headers,
 		}
 		if err := ctx.Forward(out); err != nil {
 			return err

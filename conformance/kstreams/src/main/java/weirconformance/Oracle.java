@@ -109,6 +109,8 @@ public final class Oracle {
       new TableAggregations(),
       new StreamToTable(),
       new Versioned(),
+      new TimestampExtractors(),
+      new HeaderOps(),
       new Stateless());
 
   static Topology topology(JsonNode s) {
@@ -151,7 +153,7 @@ public final class Oracle {
         // Emit-on-window-close looks for closed windows at most once a
         // second of wall-clock time: let a second pass before each record.
         d.advanceWallClockTime(Duration.ofSeconds(1));
-        in.pipeInput(new TestRecord<>(str(r, "key", null), str(r, "value", null), Instant.ofEpochMilli(r.get("ts").asLong())));
+        in.pipeInput(new TestRecord<>(str(r, "key", null), str(r, "value", null), headers(r), Instant.ofEpochMilli(r.get("ts").asLong())));
         List<TestRecord<String, String>> got = o.readRecordsToList();
         for (TestRecord<String, String> rec : got) {
           ObjectNode n = JSON.createObjectNode();
@@ -161,6 +163,12 @@ public final class Oracle {
           n.put("key", rec.key());
           n.put("value", rec.value());
           n.put("ts", rec.timestamp());
+          if (rec.headers().toArray().length > 0) {
+            com.fasterxml.jackson.databind.node.ArrayNode hs = n.putArray("headers");
+            for (org.apache.kafka.common.header.Header h : rec.headers()) {
+              hs.addArray().add(h.key()).add(h.value() == null ? "" : new String(h.value(), StandardCharsets.UTF_8));
+            }
+          }
           out.println(JSON.writeValueAsString(n));
         }
         i++;
@@ -168,6 +176,15 @@ public final class Oracle {
     } finally {
       deleteTree(stateDir.toFile());
     }
+  }
+
+  /** The input's optional "headers": [[key, value], ...]. */
+  static org.apache.kafka.common.header.Headers headers(JsonNode r) {
+    org.apache.kafka.common.header.internals.RecordHeaders hs = new org.apache.kafka.common.header.internals.RecordHeaders();
+    for (JsonNode h : r.path("headers")) {
+      hs.add(h.get(0).asText(), h.get(1).asText().getBytes(StandardCharsets.UTF_8));
+    }
+    return hs;
   }
 
   static void deleteTree(File f) {
