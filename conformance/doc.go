@@ -31,12 +31,17 @@
 //	table-groupby      GroupTable of table "in" by the value's first character ("-": null key, "_": null value;
 //	                   "filter": a table Filter first) + Count, Reduce or AggregateTable ("agg")
 //	stateless          FlatMapValues (split on ",") + MapValues (upper case); merge: Merge of "left" and "right"
+//	port-orders        examples/orders, a whole Kafka Streams application ported (OrdersPort.java):
+//	                   tables "customers" and "orders" in, three output topics
 //
 // "filter": v drops the input records whose value is v before the operator;
 // "rekey": true re-keys by the value's first character (a repartition);
 // "final": "suppress" is EmitFinal against Kafka Streams'
 // suppress(untilWindowCloses), "onclose" against emitStrategy(onWindowClose).
-// Windowed keys print as key@start/end; the output topic is "out".
+// Windowed keys print as key@start/end. The output topic is "out", or the
+// topics the script lists in "outputs" (e.g. "outputs": ["orders-by-region",
+// "revenue-by-region"]): after each input both sides read each listed topic
+// in the listed order, so an input's outputs appear topic by topic.
 //
 // "expect" is Kafka Streams' output, recorded by `weir-conformance -record`
 // from the oracle (kstreams/, a small Java program). go test checks weir

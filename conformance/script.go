@@ -27,6 +27,9 @@ type Script struct {
 	// Materialize gives a table operator's result a store of its own.
 	Materialize bool    `json:"materialize,omitempty"`
 	Inputs      []Input `json:"inputs"`
+	// Outputs names the output topics read after each input, in this
+	// order; nil means ["out"].
+	Outputs []string `json:"outputs,omitempty"`
 	// Differs names a documented difference (docs/semantics.md): weir's
 	// output is then Weir, not Expect.
 	Differs string   `json:"differs,omitempty"`
@@ -63,6 +66,14 @@ func (o Output) String() string {
 		return fmt.Sprintf("%q", *p)
 	}
 	return fmt.Sprintf("after #%d %s key=%s value=%s ts=%d", o.After, o.Topic, s(o.Key), s(o.Value), o.TS)
+}
+
+// OutputTopics returns the script's output topics: Outputs, or ["out"].
+func (s *Script) OutputTopics() []string {
+	if len(s.Outputs) == 0 {
+		return []string{"out"}
+	}
+	return s.Outputs
 }
 
 func (in Input) topic() string {
