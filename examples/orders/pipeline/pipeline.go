@@ -77,8 +77,9 @@ func Build(b *topology.Builder, prefix string) {
 	topology.MapTableValues(revenue, func(_ string, sum int64) string { return strconv.FormatInt(sum, 10) }).
 		ToStream().To(prefix + RevenueByRegion)
 
-	// 3. Order updates per region and hour, one final count per hour.
-	placed := byRegion.ToStream().Filter(func(_, v string) bool { return v != "" }) // not cancellations
+	// 3. Order updates per region and hour, one final count per hour. A
+	// cancellation reaches a stream function as V's zero value, "".
+	placed := byRegion.ToStream().Filter(func(_, joined string) bool { return joined != "" }) // not cancellations
 	perRegion := topology.GroupBy(placed, func(_, joined string) string { return JoinedRegion(joined) })
 	hourly := topology.WindowedBy(perRegion, topology.TumblingWindows(time.Hour).WithGrace(Grace)).
 		Count(topology.Materialized(prefix+"hourly-store"), topology.EmitFinal())
