@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -169,4 +170,46 @@ func unindent(s string) string {
 		b.WriteString(strings.TrimLeft(line, " \t") + "\n")
 	}
 	return b.String()
+}
+
+// Every command README.md shows is exercised: the demo by TestDemoRuns,
+// the others' flags exist in the program they run.
+func TestReadmeCommands(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	commands := regexp.MustCompile("(?m)^(go (?:run|test) [^#`\n]*?)\\s*(?:#.*)?$|`(go (?:run|test) [^`]+)`").FindAllStringSubmatch(string(readme), -1)
+	require.NotEmpty(t, commands)
+	for _, m := range commands {
+		cmd := m[1] + m[2]
+		t.Logf("README.md: %s", cmd)
+		words := strings.Fields(cmd)
+		var program string
+		switch words[2] {
+		case "./examples/orders":
+			program = "main.go"
+			if len(words) == 3 {
+				require.Contains(t, readFile(t, "main_test.go"), "\nfunc TestDemoRuns(t *testing.T) {")
+			}
+		case "./cmd/weir-conformance":
+			program = "../../cmd/weir-conformance/main.go"
+			require.DirExists(t, "../../conformance/scripts/port-orders")
+		case "./conformance":
+			require.Equal(t, "go test ./conformance", cmd)
+			continue
+		default:
+			t.Fatalf("README.md shows %q, which no test exercises", cmd)
+		}
+		src := readFile(t, program)
+		for _, w := range words[3:] {
+			if name, ok := strings.CutPrefix(w, "-"); ok {
+				require.Regexp(t, `flag\.\w+\("`+regexp.QuoteMeta(name)+`"`, src, "%q: %s defines no flag -%s", cmd, program, name)
+			}
+		}
+	}
+}
+
+func readFile(t *testing.T, name string) string {
+	b, err := os.ReadFile(name)
+	require.NoError(t, err)
+	return string(b)
 }
