@@ -49,12 +49,17 @@
 //	                   the last "trace" header to the value, sets header "seen" to the old value), then To or "agg": "count"
 //	timestamp-extractor NewStream with WithTimestamp reading the value's time ("payload@ms"; none: the
 //	                   partition time; negative: dropped), then To, or with a "size" a tumbling Count ("grace", "rekey")
+//	port-orders        examples/orders, a whole Kafka Streams application ported (OrdersPort.java):
+//	                   tables "customers" and "orders" in, three output topics
 //
 // "filter": v drops the input records whose value is v before the operator;
 // "rekey": true re-keys by the value's first character (a repartition);
 // "final": "suppress" is EmitFinal against Kafka Streams'
 // suppress(untilWindowCloses), "onclose" against emitStrategy(onWindowClose).
-// Windowed keys print as key@start/end; the output topic is "out".
+// Windowed keys print as key@start/end. The output topic is "out", or the
+// topics the script lists in "outputs" (e.g. "outputs": ["orders-by-region",
+// "revenue-by-region"]): after each input both sides read each listed topic
+// in the listed order, so an input's outputs appear topic by topic.
 //
 // "expect" is Kafka Streams' output, recorded by `weir-conformance -record`
 // from the oracle (kstreams/, a small Java program). go test checks weir

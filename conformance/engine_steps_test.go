@@ -24,7 +24,8 @@ import (
 // only once the group has committed every record before it, on the input
 // and the repartition topics, so the engine sees the script's order even
 // across two input topics (the joins) — and the outputs seen after each
-// step must be the ones topologytest gives after that input.
+// step must be the ones topologytest gives after that input, on each of
+// the script's output topics.
 func TestContinuousEngineStepByStep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs an application on a broker")
@@ -53,7 +54,10 @@ func TestContinuousEngineStepByStep(t *testing.T) {
 			prefix := fmt.Sprintf("%s-%d-", base, i)
 			decoders[i], err = conformance.Build(b, s, prefix)
 			require.NoError(t, err, s.Path)
-			topics := map[string]bool{"out": true}
+			topics := map[string]bool{}
+			for _, out := range s.OutputTopics() {
+				topics[out] = true
+			}
 			for _, in := range s.Inputs {
 				topics[topicOf(in)] = true
 			}
@@ -95,7 +99,10 @@ func TestContinuousEngineStepByStep(t *testing.T) {
 		defer cl.Close()
 
 		got := make([][]conformance.Output, len(scripts))
-		seen := make([]int, len(scripts))
+		seen := make([]map[string]int, len(scripts)) // records read, by output topic
+		for i := range seen {
+			seen[i] = map[string]int{}
+		}
 		globalRecords := int64(0)
 		for step := 0; step < steps; step++ {
 			var recs []kafka.Record
@@ -118,14 +125,17 @@ func TestContinuousEngineStepByStep(t *testing.T) {
 			// the group: wait until they are in its store.
 			require.Eventually(t, func() bool { return app.Stats().GlobalRead >= globalRecords },
 				time.Minute, 20*time.Millisecond, "step %d: the global reader never read every record", step)
-			for i := range scripts {
-				all := kafkatest.ReadCommitted(t, env, fmt.Sprintf("%s-%d-out", base, i))
-				for _, r := range all[seen[i]:] {
-					k, v, err := decoders[i](r.Key, r.Value)
-					require.NoError(t, err)
-					got[i] = append(got[i], conformance.Output{After: step, Topic: "out", Key: k, Value: v, TS: r.Timestamp.UnixMilli(), Headers: conformance.OutputHeaders(r.Headers)})
+			for i, s := range scripts {
+				for _, topic := range s.OutputTopics() {
+					all := kafkatest.ReadCommitted(t, env, fmt.Sprintf("%s-%d-%s", base, i, topic))
+					for _, r := range all[seen[i][topic]:] {
+						k, v, err := decoders[i](r.Key, r.Value)
+						require.NoError(t, err)
+						got[i] = append(got[i], conformance.Output{After: step, Topic: topic, Key: k, Value: v,
+							TS: r.Timestamp.UnixMilli(), Headers: conformance.OutputHeaders(r.Headers)})
+					}
+					seen[i][topic] = len(all)
 				}
-				seen[i] = len(all)
 			}
 		}
 		cancel()

@@ -21,7 +21,7 @@ import (
 // TestEnginesMatchTopologytest runs the scripts with one input topic
 // through the real engines — continuous and micro-batch, on the embedded
 // broker (and on KAFKA_BROKERS when set) — all in one application, and
-// checks that every script's output topic holds what topologytest gives:
+// checks that every script's output topics hold what topologytest gives:
 // the same keys, values and timestamps in the same order. (Scripts with two
 // input topics are left out: which topic's record an engine reads first
 // depends on fetches, so their output order is not the script's.)
@@ -68,7 +68,9 @@ func TestEnginesMatchTopologytest(t *testing.T) {
 					decoders[i], err = conformance.Build(b, s, prefix)
 					require.NoError(t, err, s.Path)
 					kafkatest.CreateTopic(t, env, prefix+"in", 1)
-					kafkatest.CreateTopic(t, env, prefix+"out", 1)
+					for _, out := range s.OutputTopics() {
+						kafkatest.CreateTopic(t, env, prefix+out, 1)
+					}
 					for _, in := range s.Inputs {
 						k, v := in.Bytes()
 						recs = append(recs, kafka.Record{Topic: prefix + "in", Partition: 0, Key: k, Value: v, Timestamp: time.UnixMilli(in.TS), Headers: conformance.InputHeaders[kafka.Header](in)})
@@ -95,11 +97,13 @@ func TestEnginesMatchTopologytest(t *testing.T) {
 
 				read := func() [][]conformance.Output {
 					got := make([][]conformance.Output, len(scripts))
-					for i := range scripts {
-						for _, r := range kafkatest.ReadCommitted(t, env, fmt.Sprintf("%s-%d-out", base, i)) {
-							k, v, err := decoders[i](r.Key, r.Value)
-							require.NoError(t, err)
-							got[i] = append(got[i], conformance.Output{Topic: "out", Key: k, Value: v, TS: r.Timestamp.UnixMilli(), Headers: conformance.OutputHeaders(r.Headers)})
+					for i, s := range scripts {
+						for _, topic := range s.OutputTopics() {
+							for _, r := range kafkatest.ReadCommitted(t, env, fmt.Sprintf("%s-%d-%s", base, i, topic)) {
+								k, v, err := decoders[i](r.Key, r.Value)
+								require.NoError(t, err)
+								got[i] = append(got[i], conformance.Output{Topic: topic, Key: k, Value: v, TS: r.Timestamp.UnixMilli(), Headers: conformance.OutputHeaders(r.Headers)})
+							}
 						}
 					}
 					return got
@@ -124,10 +128,16 @@ func TestEnginesMatchTopologytest(t *testing.T) {
 					got = read()
 				}
 				for i, s := range scripts {
-					exp := make([]conformance.Output, len(want[i]))
-					for j, o := range want[i] {
-						o.After = 0 // an engine's outputs are not tied to an input
-						exp[j] = o
+					// An engine's outputs are not tied to an input: compare
+					// each output topic's records, topic after topic.
+					var exp []conformance.Output
+					for _, topic := range s.OutputTopics() {
+						for _, o := range want[i] {
+							if o.Topic == topic {
+								o.After = 0
+								exp = append(exp, o)
+							}
+						}
 					}
 					if d := conformance.Diff(exp, got[i]); d != "" {
 						t.Errorf("%s: the %s engine differs from topologytest:\n%s", s.Path, mode.name, d)

@@ -39,6 +39,9 @@ type Script struct {
 	History int64   `json:"history,omitempty"`
 	Left    bool    `json:"left,omitempty"`
 	Inputs  []Input `json:"inputs"`
+	// Outputs names the output topics read after each input, in this
+	// order; nil means ["out"].
+	Outputs []string `json:"outputs,omitempty"`
 	// Differs names a documented difference (docs/semantics.md): weir's
 	// output is then Weir, not Expect.
 	Differs string   `json:"differs,omitempty"`
@@ -83,6 +86,14 @@ func (o Output) String() string {
 		text += fmt.Sprintf(" headers=%q", o.Headers)
 	}
 	return text
+}
+
+// OutputTopics returns the script's output topics: Outputs, or ["out"].
+func (s *Script) OutputTopics() []string {
+	if len(s.Outputs) == 0 {
+		return []string{"out"}
+	}
+	return s.Outputs
 }
 
 func (in Input) topic() string {

@@ -31,8 +31,8 @@ func Topology(s *Script) (*topology.Topology, Decoder, error) {
 }
 
 // Build adds the script's topology to b, with prefix before every topic
-// ("in", "left", "right", "out") and store name, so that several scripts
-// can run in one application.
+// ("in", "left", "right", "out", or the script's Outputs) and store name,
+// so that several scripts can run in one application.
 func Build(b *topology.Builder, s *Script, prefix string) (Decoder, error) {
 	build, ok := ops[s.Op]
 	if !ok {
@@ -166,8 +166,9 @@ func (in Input) Bytes() (key, value []byte) {
 }
 
 // RunWeir runs the script through weir's topologytest and returns its
-// output records. A record the topology cannot handle is skipped, as Kafka
-// Streams' default handlers would log and skip it.
+// output records: after each input, the new records of each output topic
+// (OutputTopics), topic after topic. A record the topology cannot handle
+// is skipped, as Kafka Streams' default handlers would log and skip it.
 func RunWeir(s *Script) ([]Output, error) {
 	topo, decode, err := Topology(s)
 	if err != nil {
@@ -181,21 +182,23 @@ func RunWeir(s *Script) ([]Output, error) {
 	}
 	defer d.Close()
 	var outs []Output
-	read := 0
+	read := map[string]int{}
 	for i, in := range s.Inputs {
 		k, v := in.Bytes()
 		if err := d.PipeRaw(in.topic(), k, v, time.UnixMilli(in.TS), InputHeaders[processor.Header](in)...); err != nil {
 			return nil, fmt.Errorf("input #%d: %w", i, err)
 		}
-		all := d.Topic("out")
-		for _, o := range all[read:] {
-			k, v, err := decode(o.Key, o.Value)
-			if err != nil {
-				return nil, errors.Join(fmt.Errorf("input #%d: output", i), err)
+		for _, topic := range s.OutputTopics() {
+			all := d.Topic(topic)
+			for _, o := range all[read[topic]:] {
+				k, v, err := decode(o.Key, o.Value)
+				if err != nil {
+					return nil, errors.Join(fmt.Errorf("input #%d: output", i), err)
+				}
+				outs = append(outs, Output{After: i, Topic: topic, Key: k, Value: v, TS: o.Timestamp.UnixMilli(), Headers: OutputHeaders(o.Headers)})
 			}
-			outs = append(outs, Output{After: i, Topic: "out", Key: k, Value: v, TS: o.Timestamp.UnixMilli(), Headers: OutputHeaders(o.Headers)})
+			read[topic] = len(all)
 		}
-		read = len(all)
 	}
 	return outs, nil
 }

@@ -9,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -33,8 +34,9 @@ import org.apache.kafka.streams.test.TestRecord;
  * see conformance/doc.go) through the equivalent Kafka Streams topology in
  * TopologyTestDriver with the record cache off, and prints every output
  * record as a JSON line: {"script", "after" (index of the input that caused
- * it), "topic", "key", "value", "ts"}. Kept as plain as possible: it is
- * the reference.
+ * it), "topic", "key", "value", "ts"}, reading after each input the
+ * script's "outputs" topics (default "out") in their order. Kept as plain
+ * as possible: it is the reference.
  */
 public final class Oracle {
   static final ObjectMapper JSON = new ObjectMapper();
@@ -111,6 +113,7 @@ public final class Oracle {
       new Versioned(),
       new TimestampExtractors(),
       new HeaderOps(),
+      new OrdersPort(),
       new Stateless());
 
   static Topology topology(JsonNode s) {
@@ -144,7 +147,16 @@ public final class Oracle {
     props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
     try (TopologyTestDriver d = new TopologyTestDriver(topology(s), props, Instant.ofEpochMilli(0))) {
       Map<String, TestInputTopic<String, String>> ins = new HashMap<>();
-      TestOutputTopic<String, String> o = d.createOutputTopic("out", new StringDeserializer(), new StringDeserializer());
+      // The output topics, read after each input in this order: the
+      // script's "outputs", or "out".
+      Map<String, TestOutputTopic<String, String>> outs = new LinkedHashMap<>();
+      JsonNode names = s.get("outputs");
+      if (names == null || names.isEmpty()) {
+        names = JSON.createArrayNode().add("out");
+      }
+      for (JsonNode name : names) {
+        outs.put(name.asText(), d.createOutputTopic(name.asText(), new StringDeserializer(), new StringDeserializer()));
+      }
       int i = 0;
       for (JsonNode r : s.get("inputs")) {
         String topic = str(r, "topic", "in");
@@ -154,22 +166,23 @@ public final class Oracle {
         // second of wall-clock time: let a second pass before each record.
         d.advanceWallClockTime(Duration.ofSeconds(1));
         in.pipeInput(new TestRecord<>(str(r, "key", null), str(r, "value", null), headers(r), Instant.ofEpochMilli(r.get("ts").asLong())));
-        List<TestRecord<String, String>> got = o.readRecordsToList();
-        for (TestRecord<String, String> rec : got) {
-          ObjectNode n = JSON.createObjectNode();
-          n.put("script", path);
-          n.put("after", i);
-          n.put("topic", "out");
-          n.put("key", rec.key());
-          n.put("value", rec.value());
-          n.put("ts", rec.timestamp());
-          if (rec.headers().toArray().length > 0) {
-            com.fasterxml.jackson.databind.node.ArrayNode hs = n.putArray("headers");
-            for (org.apache.kafka.common.header.Header h : rec.headers()) {
-              hs.addArray().add(h.key()).add(h.value() == null ? "" : new String(h.value(), StandardCharsets.UTF_8));
+        for (Map.Entry<String, TestOutputTopic<String, String>> o : outs.entrySet()) {
+          for (TestRecord<String, String> rec : o.getValue().readRecordsToList()) {
+            ObjectNode n = JSON.createObjectNode();
+            n.put("script", path);
+            n.put("after", i);
+            n.put("topic", o.getKey());
+            n.put("key", rec.key());
+            n.put("value", rec.value());
+            n.put("ts", rec.timestamp());
+            if (rec.headers().toArray().length > 0) {
+              com.fasterxml.jackson.databind.node.ArrayNode hs = n.putArray("headers");
+              for (org.apache.kafka.common.header.Header h : rec.headers()) {
+                hs.addArray().add(h.key()).add(h.value() == null ? "" : new String(h.value(), StandardCharsets.UTF_8));
+              }
             }
+            out.println(JSON.writeValueAsString(n));
           }
-          out.println(JSON.writeValueAsString(n));
         }
         i++;
       }
