@@ -1,4 +1,4 @@
-package weir_test
+package tests
 
 import (
 	"context"
@@ -35,7 +35,7 @@ import (
 // env-style lines from the environment and skip when they are not set:
 //
 //	set -a; source scripts/kafka/run-secure/secure.env; set +a
-//	go test -count=1 -run TestSecured -v .
+//	go test -count=1 -run TestSecured -v ./tests
 //
 // The verifier (input producer, output reader, ACL and user admin) is the
 // super user admin through franz-go, not weir's sarama clients.

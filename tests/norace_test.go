@@ -1,6 +1,6 @@
-//go:build race
+//go:build !race
 
-package weir_test
+package tests
 
 // raceEnabled is set when the tests run under the race detector.
-const raceEnabled = true
+const raceEnabled = false

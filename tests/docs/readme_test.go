@@ -1,6 +1,7 @@
-package weir_test
+package docs
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 )
+
+// TestMain runs the tests from the repository's root, where the paths the
+// docs name (README.md, docs/, .ci/run, examples/) are relative to.
+func TestMain(m *testing.M) {
+	if err := os.Chdir("../.."); err != nil {
+		fmt.Fprintln(os.Stderr, "docs:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
 
 // Every command README.md and docs/*.md show is exercised: each one
 // matches an entry of docCommands, and the entry's check verifies the
@@ -29,7 +40,7 @@ func TestDocCommandsAreExercised(t *testing.T) {
 		for _, cmd := range shellCommands(t, f) {
 			t.Run(f+": "+cmd, func(t *testing.T) {
 				e := matchCommand(cmd)
-				require.NotNil(t, e, "%s shows %q, which no test exercises: add it to docCommands in readme_test.go", f, cmd)
+				require.NotNil(t, e, "%s shows %q, which no test exercises: add it to docCommands in tests/docs/readme_test.go", f, cmd)
 				seen[e.pattern] = true
 				e.check(t, cmd)
 			})
@@ -191,10 +202,10 @@ var docCommands = []docEntry{
 		ciRuns(t, `bash scripts/kafka/start-secure\.sh </dev/null`)
 	}},
 	{`bash scripts/kafka/stop\.sh secure`, func(t *testing.T, _ string) { ciRuns(t, `^bash scripts/kafka/stop\.sh secure$`) }},
-	{`go test -count=1 -run TestSecured -v \.`, func(t *testing.T, _ string) {
-		ciRuns(t, `go test -count=1 -run 'TestSecured' -v \.`)
-		testRuns("secured_test.go", "TestSecuredWordCount")(t, "")
-		testRuns("secured_test.go", "TestSecuredRefusals")(t, "")
+	{`go test -count=1 -run TestSecured -v \./tests`, func(t *testing.T, _ string) {
+		ciRuns(t, `go test -count=1 -run 'TestSecured' -v \./tests`)
+		testRuns("tests/secured_test.go", "TestSecuredWordCount")(t, "")
+		testRuns("tests/secured_test.go", "TestSecuredRefusals")(t, "")
 	}},
 	// node.sh is what weir-chaos -nodes calls for each broker fault.
 	{`bash scripts/kafka/node\.sh \S+ N`, func(t *testing.T, _ string) { ciRuns(t, `-nodes scripts/kafka/node\.sh`) }},
@@ -265,7 +276,7 @@ func weirCommand(t *testing.T, cmd string) {
 	t.Fatalf("no test in cmd/weir calls run with %v", want)
 }
 
-// examplesRun: go test of this package runs the Examples of example_test.go.
+// examplesRun: go test of the root package runs the Examples of example_test.go.
 func examplesRun(t *testing.T, _ string) {
 	src := readFile(t, "example_test.go")
 	require.Contains(t, src, "\nfunc ExampleApp_twoInstances() {")
