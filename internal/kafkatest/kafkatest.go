@@ -6,7 +6,9 @@
 //
 // Its helpers talk to Kafka through franz-go's kgo, not through weir's
 // sarama adapter, so that a verifier does not share the bugs of the code
-// it verifies.
+// it verifies. What programs share with them (the broker's options, reads,
+// end offsets) is in internal/kafkaverify, which does not import testing:
+// this package is for tests only.
 //
 // # Usage
 //
@@ -43,6 +45,7 @@ import (
 	"github.com/weirstream/weir/embedded"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest/kfakehook"
+	"github.com/weirstream/weir/internal/kafkaverify"
 	"github.com/weirstream/weir/third_party/kfake"
 )
 
@@ -100,12 +103,9 @@ func (e *Env) RequireKfake(t testing.TB) {
 	}
 }
 
-// KfakeOptions returns the options of the broker Run starts: defaults, but
-// the 1 s minimum session timeout of the CI broker (scripts/kafka), so that
-// a test's timeouts are accepted by both.
-func KfakeOptions() embedded.Options {
-	return embedded.Options{GroupMinSessionTimeout: time.Second}
-}
+// KfakeOptions returns the options of the broker Run starts:
+// kafkaverify.BrokerOptions, which the chaos suite's broker shares.
+func KfakeOptions() embedded.Options { return kafkaverify.BrokerOptions() }
 
 // Run runs fn as subtest "kfake" on a fresh in-process broker, and as
 // subtest "kafka" on the cluster named by KAFKA_BROKERS when it is set.
@@ -167,13 +167,7 @@ func uniqueName(t testing.TB, prefix string) string {
 // at the test's end: closing a client whose broker is gone takes a while).
 func client(t testing.TB, env *Env, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(env.Brokers...),
-		kgo.ClientID("weir-kafkatest"),
-		// kgo waits MetadataMinAge (5 s) before reloading metadata it
-		// found lacking, e.g. a topic created a moment ago elsewhere.
-		kgo.MetadataMinAge(50 * time.Millisecond),
-	}, append(append([]kgo.Opt(nil), env.ClientOpts...), opts...)...)...)
+	cl, err := kafkaverify.NewClient(env.Brokers, append(append([]kgo.Opt(nil), env.ClientOpts...), opts...)...)
 	require.NoError(t, err)
 	return cl
 }
