@@ -16,8 +16,8 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/third_party/kfake"
 	"github.com/weirstream/weir/microbatch"
-	"github.com/weirstream/weir/third_party/kfake"
 )
 
 // With record caches on, the word count ends with the right count for

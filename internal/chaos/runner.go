@@ -21,8 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir/internal/kafkaverify"
+	"github.com/weirstream/weir/internal/third_party/kfake"
 	"github.com/weirstream/weir/serde"
-	"github.com/weirstream/weir/third_party/kfake"
 )
 
 // Config is one scenario.

@@ -46,7 +46,7 @@ import (
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest/kfakehook"
 	"github.com/weirstream/weir/internal/kafkaverify"
-	"github.com/weirstream/weir/third_party/kfake"
+	"github.com/weirstream/weir/internal/third_party/kfake"
 )
 
 // EnvBrokers is the environment variable naming a real cluster.

@@ -257,7 +257,7 @@ func TestExportedAPI(t *testing.T) {
 	var public []string
 	for path := range all {
 		if under(path, module) && !strings.Contains(path+"/", "/internal/") &&
-			!under(path, module+"/examples") && !under(path, module+"/cmd") && !under(path, module+"/third_party") {
+			!under(path, module+"/examples") && !under(path, module+"/cmd") {
 			public = append(public, path)
 		}
 	}

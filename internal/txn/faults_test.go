@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/third_party/kfake"
 	"github.com/weirstream/weir/internal/txn"
-	"github.com/weirstream/weir/third_party/kfake"
 )
 
 // faultCase injects err into count requests of kind key (count -1: until

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/weirstream/weir/third_party/kfake"
+	"github.com/weirstream/weir/internal/third_party/kfake"
 )
 
 // ExampleNewCluster starts an in-memory cluster of three brokers with one
