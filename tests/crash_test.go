@@ -131,6 +131,7 @@ func (c *child) stop(t *testing.T) {
 // store in the last instance's Badger database equals the recomputation
 // from the input.
 func TestStateSurvivesSIGKILL(t *testing.T) {
+	kafkatest.Long(t)
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
@@ -210,6 +211,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 // epoch's records is ever visible: every word's counts are still 1, 2, ...,
 // n, exactly once, for a read_committed reader.
 func TestStalledMemberIsFenced(t *testing.T) {
+	kafkatest.Long(t)
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
@@ -260,6 +262,7 @@ func TestStalledMemberIsFenced(t *testing.T) {
 // then holds non-decreasing writer generations on every partition, and the
 // counts stay right.
 func TestStalledMemberWritesNoStaleChangelog(t *testing.T) {
+	kafkatest.Long(t)
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}

@@ -26,6 +26,7 @@ import (
 // three-broker cluster: "broker not connected", seeds 817094, 801395).
 // Under at-least-once the counts may then count a word twice, never less.
 func TestUndeliveredOutputRewinds(t *testing.T) {
+	kafkatest.Long(t)
 	inBothModes(t, testUndeliveredOutputRewinds)
 }
 
@@ -106,6 +107,7 @@ func writesTo(req *kmsg.ProduceRequest, topic string) bool {
 // outage exited with status 1), or, in continuous mode, the last epoch's
 // "context deadline exceeded" after 67 s.
 func TestStopWhileOutputsRetryIsGraceful(t *testing.T) {
+	kafkatest.Long(t)
 	inBothModes(t, testStopWhileOutputsRetry)
 }
 

@@ -32,6 +32,7 @@ import (
 // A read_committed reader then sees every word's counts as 1, 2, ..., n,
 // each exactly once: nothing lost, nothing doubled.
 func TestExactlyOnceSurvivesFailedTransactions(t *testing.T) {
+	kafkatest.Long(t)
 	faults := []struct {
 		name   string
 		fault  kfake.Fault

@@ -75,6 +75,7 @@ func (s *churnSlot) addr() string {
 }
 
 func TestQueryAvailabilityUnderChurn(t *testing.T) {
+	kafkatest.Long(t)
 	if testing.Short() {
 		t.Skip("churn run (about 25 s per mode)")
 	}

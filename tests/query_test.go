@@ -271,6 +271,7 @@ func metricValue(t *testing.T, text, name string) float64 {
 // An owner that cannot be reached gets a 503 that names it. One of two
 // instances advertises an address nobody listens on.
 func TestQueryOwnerUnreachable(t *testing.T) {
+	kafkatest.Long(t)
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
 		kafkatest.CreateTopic(t, env, in, 4)
@@ -316,6 +317,7 @@ func TestQueryOwnerUnreachable(t *testing.T) {
 // epoch: every reply equals what a read_committed reader saw committed
 // before the failures began. Once commits succeed again, queries catch up.
 func TestQueriesNeverShowAbortedValues(t *testing.T) {
+	kafkatest.Long(t)
 	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
 	env.RequireKfake(t)
 	in, out := kafkatest.Topic(t), kafkatest.Topic(t)

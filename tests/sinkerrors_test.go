@@ -25,6 +25,7 @@ import (
 // and, under exactly-once, not an endless loop of aborted epochs (issue
 // 23).
 func TestDeletedSinkTopicStopsRun(t *testing.T) {
+	kafkatest.Long(t)
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		for _, g := range []weir.Guarantee{weir.AtLeastOnce, weir.ExactlyOnce} {
 			t.Run(g.String(), func(t *testing.T) {

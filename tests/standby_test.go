@@ -16,6 +16,7 @@ import (
 // tasks over replays only what the standby had not applied yet — not the
 // whole changelog — and the counts stay exact.
 func TestStandbyReplicasShortenTheRestore(t *testing.T) {
+	kafkatest.Long(t)
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
 		kafkatest.CreateTopic(t, env, in, 4)

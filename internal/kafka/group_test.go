@@ -241,6 +241,7 @@ func TestGroupHandlerErrorStopsRun(t *testing.T) {
 }
 
 func TestGroupRejectsBadTopics(t *testing.T) {
+	kafkatest.Long(t)
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		a, b := kafkatest.Topic(t)+"-a", kafkatest.Topic(t)+"-b"
 		kafkatest.CreateTopic(t, env, a, 2)

@@ -172,6 +172,7 @@ func TestProducerCloseAndCancel(t *testing.T) {
 // undelivered output stopped an at-least-once instance ("flush outputs:
 // ... broken pipe").
 func TestProducerRidesOutAFifteenSecondOutage(t *testing.T) {
+	kafkatest.Long(t)
 	env := kafkatest.Kfake(t, embeddedDefaults)
 	ctx := t.Context()
 	topic := kafkatest.Topic(t)

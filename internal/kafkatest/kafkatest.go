@@ -52,6 +52,10 @@ import (
 // EnvBrokers is the environment variable naming a real cluster.
 const EnvBrokers = "KAFKA_BROKERS"
 
+// EnvLong is the environment variable that runs the long tests (see
+// [Long]) when set to anything but "" or "0". CI (.ci/run) sets it.
+const EnvLong = "WEIR_LONG_TESTS"
+
 // Timeout bounds every helper's work with the broker.
 const Timeout = 30 * time.Second
 
@@ -131,6 +135,18 @@ func Kfake(t testing.TB, opts embedded.Options) *Env {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
 	return &Env{Name: "kfake", Brokers: b.Addrs(), broker: b}
+}
+
+// Long skips t unless WEIR_LONG_TESTS is set. A long test waits out real
+// time on purpose — an outage, a session or transaction timeout, a
+// stalled member, minutes of churn — and takes ten seconds or more
+// however fast the machine; behind Long, `go test ./...` stays a few
+// minutes on a laptop, and CI runs every test.
+func Long(t testing.TB) {
+	t.Helper()
+	if v := os.Getenv(EnvLong); v == "" || v == "0" {
+		t.Skipf("a long test: %s=1 runs it (CI does)", EnvLong)
+	}
 }
 
 // RealBrokers returns the addresses in KAFKA_BROKERS, nil if unset.

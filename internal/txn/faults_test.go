@@ -33,6 +33,7 @@ type faultCase struct {
 // and must be visible exactly once, with the offsets of the redo committed;
 // a third transaction shows the session goes on.
 func TestInjectedFaults(t *testing.T) {
+	kafkatest.Long(t)
 	fewRetries := func(c *txn.Config) { txn.SetTxnRetry(c, 1, 10*time.Millisecond) }
 	cases := []faultCase{
 		// Retried transparently, by sarama (Transaction.Retry) or by Commit.

@@ -54,7 +54,8 @@ func TestDocCommandsAreExercised(t *testing.T) {
 }
 
 // The README's test command is the one CI runs (.ci/run adds -race, -count
-// and a timeout), and its first screen keeps both commands.
+// and a timeout, and runs the long tests too: it sets WEIR_LONG_TESTS), and
+// its first screen keeps both commands.
 func TestReadmeFirstScreen(t *testing.T) {
 	readme := readFile(t, "README.md")
 	lines := strings.Split(readme, "\n")
@@ -62,6 +63,7 @@ func TestReadmeFirstScreen(t *testing.T) {
 	require.Contains(t, first, "\ngo run ./examples/wordcount ")
 	require.Contains(t, first, "\ngo test ./... ")
 	ciRuns(t, suiteRun)
+	ciRuns(t, `^export WEIR_LONG_TESTS=1$`)
 	// Within the first 60 lines: two instances and a query.
 	first = strings.Join(lines[:min(len(lines), 60)], "\n")
 	require.Contains(t, first, "\ngo run ./examples/dashboard ")
@@ -187,6 +189,10 @@ var docCommands = []docEntry{
 	// Run by CI (.ci/run).
 	{`go test \./\.\.\.`, func(t *testing.T, _ string) { ciRuns(t, suiteRun) }},
 	{`go test -race -count=1 \./\.\.\.`, func(t *testing.T, _ string) { ciRuns(t, `^go test -race -count=1( -timeout \S+)? \./\.\.\.$`) }},
+	{`WEIR_LONG_TESTS=1 go test \./\.\.\.`, func(t *testing.T, _ string) {
+		ciRuns(t, `^export WEIR_LONG_TESTS=1$`)
+		ciRuns(t, suiteRun)
+	}},
 	{`KAFKA_BROKERS=127\.0\.0\.1:9092 go test \./\.\.\.`, func(t *testing.T, _ string) {
 		ciRuns(t, `^export KAFKA_BROKERS$`)
 		ciRuns(t, suiteRun)
