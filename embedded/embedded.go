@@ -36,7 +36,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/kafkatest/kfakehook"
-	"github.com/weirstream/weir/third_party/kfake"
+	"github.com/weirstream/weir/internal/third_party/kfake"
 )
 
 // ErrOptions is wrapped by every error about invalid [Options].

@@ -11,8 +11,8 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/third_party/kfake"
 	"github.com/weirstream/weir/microbatch"
-	"github.com/weirstream/weir/third_party/kfake"
 )
 
 // An at-least-once AvailableNow run whose offset commits failed

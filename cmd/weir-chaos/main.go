@@ -37,8 +37,8 @@ import (
 
 	"github.com/weirstream/weir/embedded"
 	"github.com/weirstream/weir/internal/chaos"
-	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/kafkatest/kfakehook"
+	"github.com/weirstream/weir/internal/kafkaverify"
 )
 
 func main() {
@@ -124,7 +124,7 @@ func run() int {
 			base.Faults = 0
 		}
 	} else {
-		b, err := embedded.Start(ctx, kafkatest.KfakeOptions())
+		b, err := embedded.Start(ctx, kafkaverify.BrokerOptions())
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "weir-chaos:", err)
 			return 2

@@ -20,9 +20,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/kafkaverify"
+	"github.com/weirstream/weir/internal/third_party/kfake"
 	"github.com/weirstream/weir/serde"
-	"github.com/weirstream/weir/third_party/kfake"
 )
 
 // Config is one scenario.
@@ -676,7 +676,7 @@ func createTopics(ctx context.Context, brokers []string, names ...string) error 
 	// until each partition has a leader that answers.
 	for _, n := range names {
 		for {
-			_, err := kafkatest.EndOffsets(cctx, brokers, n, false)
+			_, err := kafkaverify.EndOffsets(cctx, brokers, n, false)
 			if err == nil {
 				break
 			}

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir/internal/kafka"
-	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/kafkaverify"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/serde"
 	"github.com/weirstream/weir/statestore/badgerstore"
@@ -125,7 +125,7 @@ type verifier struct {
 }
 
 func (v *verifier) read(ctx context.Context, topic string) ([]kafka.Record, error) {
-	parts, err := kafkatest.ReadStable(ctx, v.brokers, topic)
+	parts, err := kafkaverify.ReadStable(ctx, v.brokers, topic)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: read %s: %w", topic, err)
 	}
@@ -377,7 +377,7 @@ func (v *verifier) checkDeadLetters(ctx context.Context, r *report) error {
 			r.problem("bad input %d (kind %d) has no dead letter", in.ID, in.Kind)
 		}
 	}
-	internal, err := kafkatest.ReadStable(ctx, v.brokers, runtime.DeadLetterTopic(v.app+"-"+Repartition+"-repartition"))
+	internal, err := kafkaverify.ReadStable(ctx, v.brokers, runtime.DeadLetterTopic(v.app+"-"+Repartition+"-repartition"))
 	if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
 		return fmt.Errorf("chaos: read the repartition dead-letter topic: %w", err)
 	}
@@ -403,11 +403,11 @@ func (v *verifier) finished(ctx context.Context, r *report) error {
 		topics = append(topics, v.app+"-"+store+"-changelog")
 	}
 	for _, topic := range topics {
-		hwm, err := kafkatest.EndOffsets(ctx, v.brokers, topic, false)
+		hwm, err := kafkaverify.EndOffsets(ctx, v.brokers, topic, false)
 		if err != nil {
 			return fmt.Errorf("chaos: end offsets of %s: %w", topic, err)
 		}
-		lso, err := kafkatest.EndOffsets(ctx, v.brokers, topic, true)
+		lso, err := kafkaverify.EndOffsets(ctx, v.brokers, topic, true)
 		if err != nil {
 			return fmt.Errorf("chaos: stable offsets of %s: %w", topic, err)
 		}
@@ -428,7 +428,7 @@ func (v *verifier) finished(ctx context.Context, r *report) error {
 // inputProgress returns the input's end offsets and the group's committed
 // offsets on it.
 func (v *verifier) inputProgress(ctx context.Context) (end, committed map[int32]int64, err error) {
-	end, err = kafkatest.EndOffsets(ctx, v.brokers, v.topics.In, false)
+	end, err = kafkaverify.EndOffsets(ctx, v.brokers, v.topics.In, false)
 	if err != nil {
 		return nil, nil, fmt.Errorf("chaos: end offsets of %s: %w", v.topics.In, err)
 	}
@@ -522,7 +522,7 @@ func groupOffsets(ctx context.Context, brokers []string, group, topic string) (m
 // account's). Under at-least-once a member stalled past its session
 // timeout writes such late records.
 func (v *verifier) stores(ctx context.Context, dirs []string, r *report) error {
-	tail, err := kafkatest.ReadStable(ctx, v.brokers, v.app+"-"+Store+"-changelog")
+	tail, err := kafkaverify.ReadStable(ctx, v.brokers, v.app+"-"+Store+"-changelog")
 	if err != nil {
 		return fmt.Errorf("chaos: read the changelog: %w", err)
 	}

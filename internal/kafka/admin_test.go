@@ -12,7 +12,7 @@ import (
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/third_party/kfake"
+	"github.com/weirstream/weir/internal/third_party/kfake"
 )
 
 func TestAdmin(t *testing.T) {
@@ -95,6 +95,7 @@ func TestNewAdminRejectsBadConfig(t *testing.T) {
 // with a budget of 11 attempts, about 6.5 s, a killed leader stopped the
 // micro-batch planner and with it the application.)
 func TestOffsetsAndReadsRideOutALeaderElection(t *testing.T) {
+	kafkatest.Long(t)
 	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
 	ctx := t.Context()
 	a, err := kafka.NewAdmin(env.Config())

@@ -17,7 +17,7 @@ import (
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/third_party/kfake"
+	"github.com/weirstream/weir/internal/third_party/kfake"
 )
 
 const waitFor = 30 * time.Second
@@ -241,6 +241,7 @@ func TestGroupHandlerErrorStopsRun(t *testing.T) {
 }
 
 func TestGroupRejectsBadTopics(t *testing.T) {
+	kafkatest.Long(t)
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		a, b := kafkatest.Topic(t)+"-a", kafkatest.Topic(t)+"-b"
 		kafkatest.CreateTopic(t, env, a, 2)

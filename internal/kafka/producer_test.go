@@ -13,7 +13,7 @@ import (
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/third_party/kfake"
+	"github.com/weirstream/weir/internal/third_party/kfake"
 )
 
 func newProducer(t *testing.T, env *kafkatest.Env) *kafka.Producer {
@@ -172,6 +172,7 @@ func TestProducerCloseAndCancel(t *testing.T) {
 // undelivered output stopped an at-least-once instance ("flush outputs:
 // ... broken pipe").
 func TestProducerRidesOutAFifteenSecondOutage(t *testing.T) {
+	kafkatest.Long(t)
 	env := kafkatest.Kfake(t, embeddedDefaults)
 	ctx := t.Context()
 	topic := kafkatest.Topic(t)

@@ -6,7 +6,9 @@
 //
 // Its helpers talk to Kafka through franz-go's kgo, not through weir's
 // sarama adapter, so that a verifier does not share the bugs of the code
-// it verifies.
+// it verifies. What programs share with them (the broker's options, reads,
+// end offsets) is in internal/kafkaverify, which does not import testing:
+// this package is for tests only.
 //
 // # Usage
 //
@@ -43,11 +45,16 @@ import (
 	"github.com/weirstream/weir/embedded"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest/kfakehook"
-	"github.com/weirstream/weir/third_party/kfake"
+	"github.com/weirstream/weir/internal/kafkaverify"
+	"github.com/weirstream/weir/internal/third_party/kfake"
 )
 
 // EnvBrokers is the environment variable naming a real cluster.
 const EnvBrokers = "KAFKA_BROKERS"
+
+// EnvLong is the environment variable that runs the long tests (see
+// [Long]) when set to anything but "" or "0". CI (.ci/run) sets it.
+const EnvLong = "WEIR_LONG_TESTS"
 
 // Timeout bounds every helper's work with the broker.
 const Timeout = 30 * time.Second
@@ -100,12 +107,9 @@ func (e *Env) RequireKfake(t testing.TB) {
 	}
 }
 
-// KfakeOptions returns the options of the broker Run starts: defaults, but
-// the 1 s minimum session timeout of the CI broker (scripts/kafka), so that
-// a test's timeouts are accepted by both.
-func KfakeOptions() embedded.Options {
-	return embedded.Options{GroupMinSessionTimeout: time.Second}
-}
+// KfakeOptions returns the options of the broker Run starts:
+// kafkaverify.BrokerOptions, which the chaos suite's broker shares.
+func KfakeOptions() embedded.Options { return kafkaverify.BrokerOptions() }
 
 // Run runs fn as subtest "kfake" on a fresh in-process broker, and as
 // subtest "kafka" on the cluster named by KAFKA_BROKERS when it is set.
@@ -131,6 +135,18 @@ func Kfake(t testing.TB, opts embedded.Options) *Env {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
 	return &Env{Name: "kfake", Brokers: b.Addrs(), broker: b}
+}
+
+// Long skips t unless WEIR_LONG_TESTS is set. A long test waits out real
+// time on purpose — an outage, a session or transaction timeout, a
+// stalled member, minutes of churn — and takes ten seconds or more
+// however fast the machine; behind Long, `go test ./...` stays a few
+// minutes on a laptop, and CI runs every test.
+func Long(t testing.TB) {
+	t.Helper()
+	if v := os.Getenv(EnvLong); v == "" || v == "0" {
+		t.Skipf("a long test: %s=1 runs it (CI does)", EnvLong)
+	}
 }
 
 // RealBrokers returns the addresses in KAFKA_BROKERS, nil if unset.
@@ -167,13 +183,7 @@ func uniqueName(t testing.TB, prefix string) string {
 // at the test's end: closing a client whose broker is gone takes a while).
 func client(t testing.TB, env *Env, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(env.Brokers...),
-		kgo.ClientID("weir-kafkatest"),
-		// kgo waits MetadataMinAge (5 s) before reloading metadata it
-		// found lacking, e.g. a topic created a moment ago elsewhere.
-		kgo.MetadataMinAge(50 * time.Millisecond),
-	}, append(append([]kgo.Opt(nil), env.ClientOpts...), opts...)...)...)
+	cl, err := kafkaverify.NewClient(env.Brokers, append(append([]kgo.Opt(nil), env.ClientOpts...), opts...)...)
 	require.NoError(t, err)
 	return cl
 }

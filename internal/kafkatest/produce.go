@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/kafkaverify"
 )
 
 // CreateTopic creates a topic with the broker's default replication factor
@@ -111,7 +112,7 @@ func Produce(t testing.TB, env *Env, records ...kafka.Record) []kafka.Record {
 	require.NoError(t, res.FirstErr(), "produce")
 	out := make([]kafka.Record, len(res))
 	for i, pr := range res {
-		out[i] = fromKgo(pr.Record)
+		out[i] = kafkaverify.FromKgo(pr.Record)
 	}
 	return out
 }
@@ -141,19 +142,4 @@ func (m mixedTopicPartitioner) Partition(r *kgo.Record, n int) int {
 		return m.manual.Partition(r, n)
 	}
 	return m.keyed.Partition(r, n)
-}
-
-func fromKgo(r *kgo.Record) kafka.Record {
-	out := kafka.Record{
-		Topic:     r.Topic,
-		Partition: r.Partition,
-		Offset:    r.Offset,
-		Key:       r.Key,
-		Value:     r.Value,
-		Timestamp: r.Timestamp,
-	}
-	for _, h := range r.Headers {
-		out.Headers = append(out.Headers, kafka.Header{Key: h.Key, Value: h.Value})
-	}
-	return out
 }

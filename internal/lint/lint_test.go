@@ -18,12 +18,21 @@ const module = "github.com/weirstream/weir"
 
 // The import paths (and their subpackages) the policies name.
 const (
-	sarama  = "github.com/IBM/sarama"
-	franz   = "github.com/twmb/franz-go"
-	badger  = "github.com/dgraph-io/badger"
-	network = "net"
-	osExec  = "os/exec"
-	serde   = module + "/serde"
+	sarama     = "github.com/IBM/sarama"
+	franz      = "github.com/twmb/franz-go"
+	badger     = "github.com/dgraph-io/badger"
+	network    = "net"
+	osExec     = "os/exec"
+	testingPkg = "testing"
+	serde      = module + "/serde"
+
+	// weir's own layers.
+	kafkaAdapter = module + "/internal/kafka"
+	txnAdapter   = module + "/internal/txn"
+	engines      = module + "/internal/engine"
+	continuous   = module + "/continuous"
+	microbatch   = module + "/microbatch"
+	queryServer  = module + "/internal/query"
 )
 
 // policies says, per package, what its production code (tests excluded)
@@ -51,9 +60,32 @@ var policies = []struct {
 	forbidden: []string{serde},
 	why:       "typed store views take a Codec, so store engines do not depend on weir's serdes",
 }, {
-	pkgs:      []string{"offsets", "statestore/badgerstore"},
-	forbidden: []string{sarama, franz},
-	why:       "they store progress and state on disk; the engines talk to Kafka",
+	pkgs:      []string{"offsets", "statestore/badgerstore", "internal/badgerlog"},
+	forbidden: []string{sarama, franz, kafkaAdapter, txnAdapter},
+	why:       "the WAL and the stores keep progress and state on disk; the engines talk to Kafka",
+}, {
+	pkgs:      []string{"internal/runtime"},
+	forbidden: []string{engines, continuous, microbatch, queryServer},
+	why: "the runtime (tasks, stores, commits) serves the engines and the query server; " +
+		"they call it, never the other way round",
+}, {
+	pkgs:      []string{"internal/query"},
+	forbidden: []string{engines, continuous, microbatch},
+	why:       "the query server reads the runtime's stores, whichever engine runs them",
+}, {
+	pkgs:      []string{"internal/engine/epochs", "continuous"},
+	forbidden: []string{module + "/internal/engine/batches", microbatch},
+	why:       "the two engines are independent: the continuous engine does not use the micro-batch one",
+}, {
+	pkgs:      []string{"internal/engine/batches", "microbatch"},
+	forbidden: []string{module + "/internal/engine/epochs", continuous},
+	why:       "the two engines are independent: the micro-batch engine does not use the continuous one",
+}, {
+	pkgs:      []string{"..."},
+	except:    []string{"internal/kafkatest", "internal/runtime/runtimetest"},
+	forbidden: []string{testingPkg},
+	why: "nothing a program links imports package testing: test machinery lives in test files and in the " +
+		"test-only helpers excepted here (programs share internal/kafkaverify with them)",
 }, {
 	pkgs:      []string{"..."},
 	except:    []string{"internal/kafka", "internal/txn"},
@@ -225,7 +257,7 @@ func TestExportedAPI(t *testing.T) {
 	var public []string
 	for path := range all {
 		if under(path, module) && !strings.Contains(path+"/", "/internal/") &&
-			!under(path, module+"/examples") && !under(path, module+"/cmd") && !under(path, module+"/third_party") {
+			!under(path, module+"/examples") && !under(path, module+"/cmd") {
 			public = append(public, path)
 		}
 	}

@@ -17,9 +17,9 @@ import (
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/runtime/runtimetest"
+	"github.com/weirstream/weir/internal/third_party/kfake"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/processor"
-	"github.com/weirstream/weir/third_party/kfake"
 )
 
 // aloBehind is an at-least-once runtime over a count of in (partitions

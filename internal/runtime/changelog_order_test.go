@@ -11,7 +11,7 @@ import (
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/third_party/kfake"
+	"github.com/weirstream/weir/internal/third_party/kfake"
 )
 
 // An at-least-once commit — the micro-batch engine's Commit, the

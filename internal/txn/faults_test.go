@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/third_party/kfake"
 	"github.com/weirstream/weir/internal/txn"
-	"github.com/weirstream/weir/third_party/kfake"
 )
 
 // faultCase injects err into count requests of kind key (count -1: until
@@ -33,6 +33,7 @@ type faultCase struct {
 // and must be visible exactly once, with the offsets of the redo committed;
 // a third transaction shows the session goes on.
 func TestInjectedFaults(t *testing.T) {
+	kafkatest.Long(t)
 	fewRetries := func(c *txn.Config) { txn.SetTxnRetry(c, 1, 10*time.Millisecond) }
 	cases := []faultCase{
 		// Retried transparently, by sarama (Transaction.Retry) or by Commit.

@@ -300,6 +300,7 @@ func TestUsage(t *testing.T) {
 // TestPartitionOutOfRange sends to a partition the topic does not have:
 // redoing that cannot help, so the error is fatal.
 func TestPartitionOutOfRange(t *testing.T) {
+	kafkatest.Long(t)
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		f := setup(t, env)
 		s := f.session(t)

@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/third_party/kfake"
 	"github.com/weirstream/weir/internal/txn"
-	"github.com/weirstream/weir/third_party/kfake"
 )
 
 // delayEndTxn holds the EndTxn requests of txnID that arrive while hold

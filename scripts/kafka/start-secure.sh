@@ -44,7 +44,7 @@
 #
 # (each on its own line), also written to run-secure/secure.env, so
 # `set -a; source scripts/kafka/run-secure/secure.env; set +a` sets them for
-# `go test -run TestSecured .`. Idempotent: if it is already running, it
+# `go test -run TestSecured ./tests`. Idempotent: if it is already running, it
 # prints them again. Files: run-secure/ (gitignored).
 #
 # Environment:

@@ -16,9 +16,9 @@ import (
 	"github.com/weirstream/weir/internal/kafkatest/kfakehook"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/runtime/runtimetest"
+	"github.com/weirstream/weir/internal/third_party/kfake"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/serde"
-	"github.com/weirstream/weir/third_party/kfake"
 )
 
 // eoHarness drives claims of partition 0 of in on an exactly-once engine

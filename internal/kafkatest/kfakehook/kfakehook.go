@@ -18,7 +18,7 @@ package kfakehook
 import (
 	"sync/atomic"
 
-	"github.com/weirstream/weir/third_party/kfake"
+	"github.com/weirstream/weir/internal/third_party/kfake"
 )
 
 var clusterOf atomic.Pointer[func(broker any) *kfake.Cluster]
