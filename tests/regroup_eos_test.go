@@ -1,4 +1,4 @@
-package weir_test
+package tests
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ import (
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/serde"
-	"github.com/weirstream/weir/third_party/kfake"
+	"github.com/weirstream/weir/internal/third_party/kfake"
 	"github.com/weirstream/weir/topology"
 )
 

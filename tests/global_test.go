@@ -1,4 +1,4 @@
-package weir_test
+package tests
 
 import (
 	"encoding/json"
