@@ -24,6 +24,7 @@ import (
 // reaches both. A restart with the same state dir resumes the table from
 // its checkpoint, reading only the records written since.
 func TestGlobalTableOnTwoInstances(t *testing.T) {
+	kafkatest.Long(t)
 	modes := []struct {
 		name string
 		opts []weir.Option
