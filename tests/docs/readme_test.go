@@ -182,6 +182,7 @@ var docCommands = []docEntry{
 	{`go run \./examples/wordcount`, testRuns("examples/wordcount/main_test.go", "TestDemoRuns")},
 	{`go run \./examples/dashboard`, testRuns("examples/dashboard/main_test.go", "TestReadmeCurlLines")},
 	{`go run \./examples/eos-transform`, testRuns("examples/eos-transform/main_test.go", "TestDemoVerifies")},
+	{`go run \./examples/orders`, testRuns("examples/orders/main_test.go", "TestDemoRuns")},
 	{`curl -s '?http://127\.0\.0\.1:808[01]/\S+'?`, dashboardCurl},
 	{`go run \./cmd/weir (inspect|inspect stores|inspect get|dev-broker)( --?\S+( [^-]\S*)?)*`, weirCommand},
 	{`go test -run Example \.`, examplesRun},
