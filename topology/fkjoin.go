@@ -216,12 +216,8 @@ func (p *fkSend[K, V, KO]) Init(ctx processor.Context[any, any]) error {
 }
 
 func (p *fkSend[K, V, KO]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-	if r.Key == nil {
-		ctx.Count(processor.MetricDroppedNull, 1)
-		return nil
-	}
-	k, err := processor.As[K](r.Key)
-	if err != nil {
+	k, ok, err := tableKey[K](ctx, r)
+	if !ok {
 		return err
 	}
 	old, hadOld, err := p.kv.Get(k)

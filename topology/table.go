@@ -119,12 +119,8 @@ func (p *materializeProc[K, V]) Init(ctx processor.Context[any, any]) error {
 }
 
 func (p *materializeProc[K, V]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-	if r.Key == nil {
-		ctx.Count(processor.MetricDroppedNull, 1)
-		return nil
-	}
-	k, err := processor.As[K](r.Key)
-	if err != nil {
+	k, ok, err := tableKey[K](ctx, r)
+	if !ok {
 		return err
 	}
 	if r.Value == nil {
@@ -151,6 +147,18 @@ func (p *materializeProc[K, V]) Process(ctx processor.Context[any, any], r proce
 		}
 	}
 	return ctx.Forward(r)
+}
+
+// tableKey returns a table update's key. ok is false, and err nil, for a
+// null key, which table operations drop and count as Kafka Streams' table
+// processors do; err is set when the key is not a K.
+func tableKey[K any](ctx processor.Context[any, any], r processor.Record[any, any]) (k K, ok bool, err error) {
+	if r.Key == nil {
+		ctx.Count(processor.MetricDroppedNull, 1)
+		return k, false, nil
+	}
+	k, err = processor.As[K](r.Key)
+	return k, err == nil, err
 }
 
 // ToStream returns the table's updates as a stream. Deletes appear as

@@ -163,12 +163,8 @@ func (p *tableJoinSide[K, V, VO, VR]) Init(ctx processor.Context[any, any]) erro
 }
 
 func (p *tableJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-	if r.Key == nil {
-		ctx.Count(processor.MetricDroppedNull, 1)
-		return nil
-	}
-	k, err := processor.As[K](r.Key)
-	if err != nil {
+	k, ok, err := tableKey[K](ctx, r)
+	if !ok {
 		return err
 	}
 	var v V

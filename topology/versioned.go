@@ -145,12 +145,8 @@ func (p *versionedSourceProc[K, V]) Init(ctx processor.Context[any, any]) error 
 }
 
 func (p *versionedSourceProc[K, V]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-	if r.Key == nil {
-		ctx.Count(processor.MetricDroppedNull, 1)
-		return nil
-	}
-	k, err := processor.As[K](r.Key)
-	if err != nil {
+	k, ok, err := tableKey[K](ctx, r)
+	if !ok {
 		return err
 	}
 	var status statestore.PutStatus

@@ -231,12 +231,8 @@ func (p *versionedTableJoinSide[K, V, VO, VR]) Init(ctx processor.Context[any, a
 }
 
 func (p *versionedTableJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-	if r.Key == nil {
-		ctx.Count(processor.MetricDroppedNull, 1)
-		return nil
-	}
-	k, err := processor.As[K](r.Key)
-	if err != nil {
+	k, ok, err := tableKey[K](ctx, r)
+	if !ok {
 		return err
 	}
 	if p.own.versioned {
