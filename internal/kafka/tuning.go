@@ -158,7 +158,7 @@ func (c Config) ApplyTuning(sc *sarama.Config) {
 	// sarama clients (and go-metrics' global switch) untouched.
 	sc.MetricRegistry = nilRegistry{}
 	// sarama's ChannelBufferSize stays 256: 1,024 showed no CPU or
-	// throughput difference in the benchmark (bench/README.md, issue 25).
+	// throughput difference in the benchmark (bench/README.md).
 	t := c.Tuning
 	switch t.Compression {
 	case CompressionGZIP:

@@ -278,8 +278,8 @@ func (e *Engine) Claim(ctx context.Context, c kafka.Claim, task *runtime.Task) e
 // member's by then. That is not the application's failure but the epoch's:
 // every task rewinds to the committed offsets (the transaction is aborted)
 // and the member rejoins, as Kafka Streams' threads do when they lose a
-// task they were committing. Before, the member stopped ("output not sent:
-// … context canceled"; the three-broker reliability suite under load).
+// task they were committing. Returning the error instead would stop the
+// member ("output not sent: … context canceled") for a broker's outage.
 func (e *Engine) cutOff(ctx context.Context, tp offsets.TopicPartition, err error, session <-chan struct{}) error {
 	if err == nil || ctx.Err() == nil {
 		return err
