@@ -28,7 +28,7 @@ type Tuning struct {
 	// previous request to the broker is answered, which batches by itself
 	// under load and adds no latency — except that the producers (the
 	// at-least-once Producer, internal/txn's Session) then linger by
-	// themselves while they are loaded (Hold).
+	// themselves while they are loaded (AdaptiveLinger).
 	Linger time.Duration
 	// BatchSize is, with a Linger, the bytes buffered for one broker that
 	// send a request before the linger expires (sarama's Flush.Bytes: a
