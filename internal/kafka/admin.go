@@ -11,17 +11,6 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// ErrUnknownTopic is wrapped by errors about a topic the cluster does not
-// have.
-var ErrUnknownTopic = errors.New("kafka: unknown topic")
-
-// ErrPartitionMismatch is wrapped by the error [Admin.EnsureTopics] returns
-// when an existing topic has another partition count than the one asked.
-var ErrPartitionMismatch = errors.New("kafka: partition count mismatch")
-
-// ErrClosed is returned by operations on a closed Admin, Producer or Group.
-var ErrClosed = errors.New("kafka: closed")
-
 // TopicSpec describes a topic for [Admin.EnsureTopics].
 type TopicSpec struct {
 	// Name of the topic.

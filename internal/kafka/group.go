@@ -13,9 +13,6 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// ErrRunning is returned by [Group.Run] when the group is already running.
-var ErrRunning = errors.New("kafka: group already running")
-
 // GroupConfig configures a consumer group member.
 type GroupConfig struct {
 	Config
