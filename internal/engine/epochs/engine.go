@@ -180,11 +180,11 @@ func (e *Engine) coordinate(ctx context.Context) error {
 // live (runtime.Driver stops the group once Loop returned): a rebalance
 // under way when the stop came completes meanwhile, and the epoch commits
 // in the generation it reached. The claims' own last commits, once the
-// group stopped, cover only what they process meanwhile; alone, they were
-// refused whenever the stop found the member between a rebalance's
+// group stopped, cover only what they process meanwhile; alone, they are
+// refused whenever the stop finds the member between a rebalance's
 // JoinGroup and its session's new generation, and everything the member
-// had processed was processed again by the next owners (at-least-once,
-// on state restored from the changelog: counted twice).
+// had processed is processed again by the next owners (at-least-once, on
+// state restored from the changelog: counted twice).
 func (e *Engine) lastEpoch(ctx context.Context) error {
 	s := e.drv.Session()
 	if s == nil || !runtime.GracefulStop(ctx) {
