@@ -21,15 +21,6 @@ import (
 	"github.com/weirstream/weir/topology"
 )
 
-// ErrConfig is wrapped by each of New's errors about the options (and a
-// nil topology): an invalid value, a missing required option, or two
-// options that contradict each other (a heartbeat interval not below the
-// session timeout).
-var ErrConfig = errors.New("weir: invalid configuration")
-
-// ErrRunning is returned by Run while the App is already running.
-var ErrRunning = errors.New("weir: already running")
-
 // App runs a topology on Kafka. Create it with New and call Run; an App is
 // safe for concurrent use, but runs at most once at a time.
 type App struct {

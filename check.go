@@ -10,32 +10,6 @@ import (
 	"github.com/weirstream/weir/topology"
 )
 
-// The errors of the preflight (Run, Check) and of an output no retry
-// delivers (Run). Match them with errors.Is.
-var (
-	// ErrMissingTopic: a source or sink topic does not exist.
-	ErrMissingTopic = runtime.ErrMissingTopic
-	// ErrCoPartitioning: the source topics of a sub-topology — a join's
-	// two sides, a repartition topic among them — have different
-	// partition counts.
-	ErrCoPartitioning = runtime.ErrCoPartitioning
-	// ErrInternalTopic: an existing repartition, changelog or dead-letter
-	// topic has another partition count than weir needs, or a changelog is
-	// not compacted.
-	ErrInternalTopic = runtime.ErrInternalTopic
-	// ErrNotAuthorized: the cluster refuses to describe a topic; the
-	// error names the ACL it needs.
-	ErrNotAuthorized = runtime.ErrNotAuthorized
-	// ErrTransactionsUnavailable: exactly-once cannot run on the cluster —
-	// brokers too old, a transactional id not authorized, no transaction
-	// coordinator.
-	ErrTransactionsUnavailable = kafka.ErrTransactionsUnavailable
-	// ErrOutputFatal: an output no retry delivers — its topic does not
-	// exist, writing it is not authorized, or the broker rejects the
-	// record.
-	ErrOutputFatal = runtime.ErrOutputFatal
-)
-
 // Check runs the preflight Run runs at start against the cluster, without
 // joining the group or creating a topic: every source and sink topic
 // exists (unless WithCreateSinkTopics), the sources of each sub-topology —

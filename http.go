@@ -33,10 +33,6 @@ func (a *App) HTTPAddr() string {
 	return ""
 }
 
-// ErrHTTPForbidden, wrapped by the error of a WithHTTPAuth hook, refuses
-// the request with 403 Forbidden instead of 401 Unauthorized.
-var ErrHTTPForbidden = query.ErrForbidden
-
 // validateHTTP reports the problems of the HTTP options (see validate).
 func (c *config) validateHTTP(bad func(format string, a ...any)) {
 	if c.httpOn {

@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// The rows with record caches on (issue 22): the word count with
+// The rows with record caches on: the word count with
 // weir.WithCacheMaxBytes and Kafka Streams' statestore.cache.max.bytes both
 // at cacheMaxBytes, Kafka Streams' default. Updates of a word within a
 // commit interval are coalesced, so these rows write fewer outputs than one

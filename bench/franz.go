@@ -39,8 +39,8 @@ func isCopier(sys string) bool {
 	return strings.HasPrefix(base, "ceiling-") || strings.HasPrefix(base, "franz-")
 }
 
-// extraChild returns the child function of the rows added for issue 25,
-// or nil for the others.
+// extraChild returns the child function of the franz-go rows, the tuned
+// sarama ceilings and weir with lz4, or nil for the others.
 func extraChild(sys string) func(context.Context, childArgs) error {
 	lz4 := strings.HasSuffix(sys, lz4Suffix)
 	switch strings.TrimSuffix(sys, lz4Suffix) {

@@ -18,9 +18,9 @@ import (
 // An at-least-once AvailableNow run whose offset commits failed
 // (runtime.ErrCommitLater) while it processed its input still ends once
 // the commits work again: with no batch left to carry the offsets, it
-// commits them by themselves. Before, it waited for input that never came,
-// its group never done (the reliability suite on the three-broker cluster:
-// AvailableNow members still running after 3 minutes).
+// commits them by themselves. Waiting for input instead would wait for
+// input that never comes: the group's members would run on and never be
+// done.
 func TestAvailableNowCommitsOffsetsNoBatchCarried(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		env.RequireKfake(t)

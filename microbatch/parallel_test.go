@@ -17,9 +17,9 @@ import (
 
 // A batch processes the ranges of different tasks side by side: a record
 // of partition 0 that cannot finish before a record of partition 1 has
-// been processed does not hold partition 1's range behind it (the ranges
-// of one batch used to run one after the other, in plan order, on one
-// goroutine).
+// been processed does not hold partition 1's range behind it: the ranges
+// of one batch do not run one after the other, in plan order, on one
+// goroutine.
 func TestBatchRunsTasksSideBySide(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		in, out := kafkatest.Topic(t), kafkatest.Topic(t)

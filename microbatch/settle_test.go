@@ -16,10 +16,10 @@ import (
 // repartition topics holds records past its last stable offset: they are
 // the application's own, from a transaction whose markers are not written
 // yet (Kafka writes them after EndTxn returns) or another member's batch
-// still running. The engine used to plan the repartition stage on the
-// stable end right after its own commit, find nothing and end, leaving
-// the last batch's repartition records for the next run (on Kafka, seen
-// as a word count a few counts short). Here a transaction of an outside
+// still running. An engine that planned the repartition stage on the
+// stable end right after its own commit would find nothing and end,
+// leaving the last batch's repartition records for the next run (on
+// Kafka, a word count a few counts short). Here a transaction of an outside
 // producer stands for them, held open for a few seconds.
 func TestAvailableNowWaitsForItsRepartitionTopicToSettle(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {

@@ -107,3 +107,6 @@ func reflectName[T any]() string {
 // ErrReadOnly is returned by writes to a global store through a task: only
 // the engine's global reader writes it (see GlobalStore).
 var ErrReadOnly = errors.New("processor: global store is read-only in a task")
+
+// ErrInvalidGraph is wrapped by Validate's errors.
+var ErrInvalidGraph = errors.New("processor: invalid graph")

@@ -149,9 +149,6 @@ func (s *Subtopology) SinkTopics() []TopicRef {
 	return ts
 }
 
-// ErrInvalidGraph is wrapped by Validate's errors.
-var ErrInvalidGraph = errors.New("processor: invalid graph")
-
 // Validate checks the structural invariants NewTask relies on: unique node
 // names, known children, parents before children, sources with topics and a
 // decoder, processors with a constructor, sinks with a topic and an encoder,

@@ -3,7 +3,6 @@ package serde
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"unicode/utf16"
@@ -11,11 +10,6 @@ import (
 
 	"github.com/linkedin/goavro/v2"
 )
-
-// ErrInvalidSchema is wrapped by the error of every constructor given an Avro
-// schema it cannot use, and by the error of a Confluent deserializer that
-// resolved a schema id to such a schema.
-var ErrInvalidSchema = errors.New("serde: invalid avro schema")
 
 // NewAvro returns a Serde for Avro binary data (no header, no framing) in
 // goavro's native form. The schema is the JSON text of an Avro schema whose

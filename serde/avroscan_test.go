@@ -124,7 +124,7 @@ func TestAvroShapeNames(t *testing.T) {
 			[]byte{0x02}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for range 20 { // goavro's canonical form was random; ours must not be
+			for range 20 { // goavro's canonical form can vary; ours must not
 				s := mustAvro(t, tc.schema)
 				m, err := s.Deserialize("t", tc.in)
 				require.NoError(t, err)

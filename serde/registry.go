@@ -9,10 +9,6 @@ import (
 	"sync"
 )
 
-// ErrSchemaNotFound is wrapped by the error a SchemaResolver returns for a
-// schema id it does not know.
-var ErrSchemaNotFound = errors.New("serde: schema not found")
-
 // SchemaResolver is the part of a schema registry that serdes need: schema
 // text by id for reading, and the id of a schema under a subject for writing.
 // It is a pure interface; the HTTP client for a Confluent-compatible Schema

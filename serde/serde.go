@@ -24,16 +24,6 @@
 // for concurrent use.
 package serde
 
-import "errors"
-
-// ErrDeserialize is wrapped by every error a Deserializer returns for bytes it
-// cannot decode.
-var ErrDeserialize = errors.New("serde: cannot deserialize")
-
-// ErrSerialize is wrapped by every error a Serializer returns for a value it
-// cannot encode.
-var ErrSerialize = errors.New("serde: cannot serialize")
-
 // Serializer encodes values of type T. The topic is the one the bytes are
 // written to; most serializers ignore it, schema-registry serializers use it to
 // pick a subject.

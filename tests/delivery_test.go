@@ -21,10 +21,10 @@ import (
 // application. Here the connection to the output's leader breaks with a
 // request in flight and, for a while, no leader is known — as when a
 // broker dies and the controller elects another: sarama then fails the
-// records at once, however many retries they have left. Before, Run
-// returned "runtime: flush outputs: … EOF" (the reliability suite on the
-// three-broker cluster: "broker not connected", seeds 817094, 801395).
-// Under at-least-once the counts may then count a word twice, never less.
+// records at once, however many retries they have left, and Run must
+// not return "runtime: flush outputs: … EOF" ("broker not connected" on a
+// three-broker cluster). Under at-least-once the counts may then count a
+// word twice, never less.
 func TestUndeliveredOutputRewinds(t *testing.T) {
 	kafkatest.Long(t)
 	inBothModes(t, testUndeliveredOutputRewinds)
@@ -101,11 +101,10 @@ func writesTo(req *kmsg.ProduceRequest, topic string) bool {
 // partition's leader refuses them) ends Run without an error, within the
 // continuous engine's last-epoch timeout: they are outputs of work whose
 // offsets were never committed, which the next start processes again.
-// Before, Run returned "kafka: close producer: … message received by
-// producer in process of shutting down" (the reliability suite on the
-// three-broker cluster, seed 998683: a member stopped during a broker
-// outage exited with status 1), or, in continuous mode, the last epoch's
-// "context deadline exceeded" after 67 s.
+// Run must not return "kafka: close producer: … message received by
+// producer in process of shutting down" (a member stopped during a broker
+// outage would exit with status 1), nor, in continuous mode, the last
+// epoch's "context deadline exceeded" after 67 s.
 func TestStopWhileOutputsRetryIsGraceful(t *testing.T) {
 	kafkatest.Long(t)
 	inBothModes(t, testStopWhileOutputsRetry)

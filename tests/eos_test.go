@@ -177,10 +177,9 @@ func TestExactlyOnceCommitsOffsetsOfFilteredEpochs(t *testing.T) {
 // None of them may be counted: a read_committed reader sees every word's
 // counts as 1, 2, ..., n.
 //
-// Found by the reliability suite on the embedded broker (issue 14): kfake
-// left the aborted-transaction list out of fetch responses cut short by
-// their byte bound (third_party/kfake patch 3), and the aggregate counted
-// an aborted transaction of the repartition topic.
+// This pins third_party/kfake patch 3: a fetch response cut short by its
+// byte bound still carries the aborted-transaction list; without it the
+// aggregate counts an aborted transaction of the repartition topic.
 func TestMicroBatchSkipsAbortedRepartitionRecords(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		in, out := kafkatest.Topic(t), kafkatest.Topic(t)

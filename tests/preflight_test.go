@@ -18,8 +18,8 @@ import (
 
 // A misconfigured topology stops Run at start, before it joins the group,
 // within seconds, under both guarantees and in both modes, with an error
-// naming the topic and what is wrong (issue 23). Before the preflight a
-// missing sink topic made exactly-once abort every epoch forever and
+// naming the topic and what is wrong. Without the preflight a missing
+// sink topic makes exactly-once abort every epoch forever and
 // at-least-once fail after ~15 s with "circuit breaker is open".
 func TestMisconfiguredTopologyFailsAtStart(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {

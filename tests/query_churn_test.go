@@ -23,7 +23,7 @@ import (
 	"github.com/weirstream/weir/topology"
 )
 
-// Query availability under churn (issue 24): three instances serving
+// Query availability under churn: three instances serving
 // queries, exactly-once, a running sum per key; every 2–5 s one instance
 // stops (and comes back 2–5 s later) or restarts at once, while input
 // arrives and a client asks a random instance for a random key every

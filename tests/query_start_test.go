@@ -17,10 +17,9 @@ import (
 // the HTTP server is up before the runtime is. The instance restarts on
 // the state dir of a first run, so that a query that accepts a stale copy
 // (maxLag) finds one and asks for the changelog's end. Under -race this
-// failed before the topic plan was published atomically (CI's run of
-// TestQueryAvailabilityUnderChurn); the read_committed switch, which a
-// loaded run of that test found racing too, is raced on purpose by
-// internal/runtime's TestQueryCopyWhileExactlyOnceIsSwitchedOn.
+// pins that the topic plan is published atomically; the read_committed
+// switch is raced on purpose by internal/runtime's
+// TestQueryCopyWhileExactlyOnceIsSwitchedOn.
 func TestQueriesWhileStartingDoNotRace(t *testing.T) {
 	for _, g := range []weir.Guarantee{weir.AtLeastOnce, weir.ExactlyOnce} {
 		t.Run(g.String(), func(t *testing.T) {

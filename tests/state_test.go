@@ -48,8 +48,8 @@ func readyz(t *testing.T, addr string) (int, map[string]any) {
 // While every epoch aborts (kfake fails every EndTxn), the App is
 // Retrying with the last error: /readyz is 503 and says so, /healthz stays
 // 200, the rewinds are counted by cause; once the fault is gone it is
-// Running again, and a stop makes it Stopped. Before, /readyz answered
-// {"ready": true} while epochs aborted forever (issue 23).
+// Running again, and a stop makes it Stopped: /readyz never answers
+// {"ready": true} while epochs abort.
 func TestStateWhileEveryEpochAborts(t *testing.T) {
 	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
 	in, out := kafkatest.Topic(t), kafkatest.Topic(t)

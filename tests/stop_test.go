@@ -16,12 +16,11 @@ import (
 // A graceful stop that finds the member in the middle of a rebalance —
 // its SyncGroup refused, the coordinator a generation ahead of its session,
 // sarama waiting to join again — commits what the member processed once
-// the rebalance completes, before it leaves. Before, the stop ended the
-// group session there, at the generation the coordinator had left: every
-// commit of the member was refused (ILLEGAL_GENERATION), and the next
-// owner processed its lines again on the state restored from the
-// changelog — counted twice (the hand-over test, about 1 run in 100 on
-// kfake).
+// the rebalance completes, before it leaves. A stop that ended the group
+// session there, at the generation the coordinator has left, would have
+// every commit of the member refused (ILLEGAL_GENERATION), and the next
+// owner would process its lines again on the state restored from the
+// changelog — counted twice.
 //
 // Continuous mode; A's epochs are long, so that nothing it processed is
 // committed before the stop.

@@ -11,17 +11,6 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// ErrUnknownTopic is wrapped by errors about a topic the cluster does not
-// have.
-var ErrUnknownTopic = errors.New("kafka: unknown topic")
-
-// ErrPartitionMismatch is wrapped by the error [Admin.EnsureTopics] returns
-// when an existing topic has another partition count than the one asked.
-var ErrPartitionMismatch = errors.New("kafka: partition count mismatch")
-
-// ErrClosed is returned by operations on a closed Admin, Producer or Group.
-var ErrClosed = errors.New("kafka: closed")
-
 // TopicSpec describes a topic for [Admin.EnsureTopics].
 type TopicSpec struct {
 	// Name of the topic.
@@ -433,9 +422,8 @@ func retriableGroupError(err error) bool {
 // answer — before it gives up: Kafka's default.api.timeout.ms. A broker
 // that dies keeps its leaderships until the controller fences it
 // (broker.session.timeout.ms, 9 s by default) and a restarted one takes
-// seconds more to serve; budgets of a few attempts ran out first, and a
-// broker restart stopped the application (found by the reliability suite
-// on a three-broker cluster).
+// seconds more to serve; a budget of a few attempts runs out first, and
+// a broker restart would stop the application.
 const retryBudget = 60 * time.Second
 
 // retry calls op until it succeeds, fails with an error a retry cannot
@@ -467,10 +455,9 @@ func (a *Admin) retryWhile(ctx context.Context, retriable func(error) bool, op f
 // createRetriable reports the errors of a topic creation worth a retry:
 // those of retriableBrokerError, and a replication factor above the
 // brokers registered — what a cluster answers while one of its brokers
-// restarts (a killed one is fenced, then registers again). Found by the
-// reliability suite on a three-broker cluster: an instance that started
-// while a broker was down exited with "Replication-factor is invalid ...
-// only 2 broker(s) are registered".
+// restarts (a killed one is fenced, then registers again): an instance
+// that starts while a broker is down must not exit with
+// "Replication-factor is invalid ... only 2 broker(s) are registered".
 func createRetriable(err error) bool {
 	return retriableBrokerError(err) || errors.Is(err, sarama.ErrInvalidReplicationFactor)
 }

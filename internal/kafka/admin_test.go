@@ -91,9 +91,8 @@ func TestNewAdminRejectsBadConfig(t *testing.T) {
 // A partition without a leader for longer than a few retries — a broker
 // that died keeps its leaderships until the controller fences it, 9 s by
 // default — delays EndOffsets, StableOffsets and ReadRange but does not
-// fail them. (Found by the reliability suite on a three-broker cluster:
-// with a budget of 11 attempts, about 6.5 s, a killed leader stopped the
-// micro-batch planner and with it the application.)
+// fail them: a budget of 11 attempts, about 6.5 s, would let a killed
+// leader stop the micro-batch planner and with it the application.
 func TestOffsetsAndReadsRideOutALeaderElection(t *testing.T) {
 	kafkatest.Long(t)
 	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
@@ -128,9 +127,9 @@ func TestOffsetsAndReadsRideOutALeaderElection(t *testing.T) {
 // An Admin whose controller (where sarama's cluster admin sends topic
 // lookups and creations) is down — a killed broker stays the controller in
 // the metadata until the cluster fences it — asks again after refreshing
-// the metadata, and gets through once a live broker is named. Found by the
-// long cluster run: an instance started while a broker was down exited
-// with "runtime: source topics: ... connect: connection refused".
+// the metadata, and gets through once a live broker is named: an instance
+// started while a broker is down does not exit with "runtime: source
+// topics: ... connect: connection refused".
 func TestAdminAsksAgainWhenTheControllerIsDown(t *testing.T) {
 	live := sarama.NewMockBroker(t, 1)
 	defer live.Close()
@@ -165,10 +164,9 @@ func TestAdminAsksAgainWhenTheControllerIsDown(t *testing.T) {
 
 // A topic creation refused for a replication factor above the brokers
 // registered — what a cluster answers while one of its brokers restarts —
-// is asked again until it succeeds. Before, the instance exited: the
-// three-broker reliability suite, an instance started while a broker was
-// down ("Replication-factor is invalid ... only 2 broker(s) are
-// registered").
+// is asked again until it succeeds: an instance started while a broker
+// is down does not exit ("Replication-factor is invalid ... only 2
+// broker(s) are registered").
 func TestEnsureTopicsRidesOutABrokerRestart(t *testing.T) {
 	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
 	a, err := kafka.NewAdmin(env.Config())

@@ -9,7 +9,7 @@ import (
 )
 
 // TestAuthorizationErrorsNameTheACL: a refusal by the broker's authorizer
-// says which ACL is missing (issue 19), and a fetch refused that way is an
+// says which ACL is missing, and a fetch refused that way is an
 // error Run stops on, not one the group reports and retries.
 func TestAuthorizationErrorsNameTheACL(t *testing.T) {
 	fetch := &sarama.ConsumerError{Topic: "in", Partition: 2, Err: sarama.ErrTopicAuthorizationFailed}

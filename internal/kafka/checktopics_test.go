@@ -17,9 +17,8 @@ import (
 // A broker that drops the metadata request of a starting member (it is
 // down, or restarting) delays checkTopics instead of failing it: the next
 // attempt, on a new connection, answers. Without the retry a member that
-// started while a broker of the cluster was down exited ("metadata of
-// [...]: connection refused", found by the reliability suite's broker
-// faults on a three-broker cluster).
+// starts while a broker of the cluster is down exits ("metadata of
+// [...]: connection refused").
 func TestCheckTopicsRetriesABrokerThatDoesNotAnswer(t *testing.T) {
 	b, err := embedded.Start(t.Context(), embedded.Options{Topics: map[string]int32{"in": 2}})
 	if err != nil {
@@ -49,8 +48,8 @@ func TestCheckTopicsRetriesABrokerThatDoesNotAnswer(t *testing.T) {
 // A broker that does not know a topic yet — created a moment ago by this
 // member's Prepare or by another member, and not yet in that broker's
 // metadata — delays checkTopics instead of failing it. Without the retry
-// a member of a three-broker cluster exited at start ("kafka: unknown
-// topic: \"…-by-key-repartition\"", found by the reliability suite).
+// a member of a three-broker cluster exits at start ("kafka: unknown
+// topic: \"…-by-key-repartition\"").
 func TestCheckTopicsWaitsForATopicTheBrokerDoesNotKnowYet(t *testing.T) {
 	b, err := embedded.Start(t.Context(), embedded.Options{Topics: map[string]int32{"in": 2}})
 	if err != nil {

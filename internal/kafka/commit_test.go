@@ -83,12 +83,10 @@ func joinGroup(t *testing.T, cl *kgo.Client, group, member string) (string, int3
 // A commit the coordinator refuses with ILLEGAL_GENERATION while the
 // session still shows the old generation is retried with the session's
 // new one once it moves (the member is rejoining, not out of the group),
-// for generationWait at most.
-// Before, the commit gave up at once; under micro-batch at-least-once the
-// offsets of the batch were then never committed when its partitions moved
-// to another instance at that rebalance, and the other instance processed
-// the batch again (TestSecuredWordCount, micro-batch at-least-once, about
-// one run in ten; on kfake too).
+// for generationWait at most. A commit that gave up at once would, under
+// micro-batch at-least-once, leave the batch's offsets uncommitted when its
+// partitions move to another instance at that rebalance, and the other
+// instance would process the batch again.
 func TestCommitRetriesAGenerationTheSessionHasNotReachedYet(t *testing.T) {
 	b, err := embedded.Start(t.Context(), embedded.Options{Topics: map[string]int32{"in": 1}})
 	if err != nil {

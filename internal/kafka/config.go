@@ -46,7 +46,6 @@ package kafka
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -61,9 +60,6 @@ import (
 // OffsetFetch); brokers that removed old request versions (Kafka 4.x) only
 // need it not to be older than what they still serve.
 var protocolVersion = sarama.V2_5_0_0
-
-// ErrConfig is wrapped by every error that reports an invalid configuration.
-var ErrConfig = errors.New("kafka: invalid configuration")
 
 // SASL mechanisms accepted by [SASL].Mechanism.
 const (

@@ -13,9 +13,6 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// ErrRunning is returned by [Group.Run] when the group is already running.
-var ErrRunning = errors.New("kafka: group already running")
-
 // GroupConfig configures a consumer group member.
 type GroupConfig struct {
 	Config
@@ -349,12 +346,12 @@ func fatalGroupError(err error) bool {
 // unknown topic Metadata.Retry.Max times before it fails. A broker that
 // does not answer (down, restarting) is closed and the next one asked, for
 // retryBudget at most: a member starting while a broker of the cluster is
-// down must not fail (found by the reliability suite's broker faults). A
+// down must not fail. A
 // topic a broker does not know is asked of the next broker, for
 // unknownTopicWait: a topic created a moment ago (by Prepare, this
 // member's or another's) reaches each broker's metadata at that broker's
 // own pace, and a member of a three-broker cluster that trusted the first
-// answer exited at start (found by the reliability suite too).
+// answer would exit at start.
 func checkTopics(ctx context.Context, client sarama.Client, topics []string, sets [][]string) error {
 	start := time.Now()
 	for attempt := 0; ; attempt++ {

@@ -381,7 +381,7 @@ func TestStrategyPlanReadsSubscriptions(t *testing.T) {
 
 // Every assignment the leader hands out carries every member's data of
 // the generation, so that a member's address stays readable from the
-// assignments while the group rebalances (issue 24).
+// assignments while the group rebalances.
 func TestStrategyAssignmentsCarryEveryMembersData(t *testing.T) {
 	s := newCopartitionStrategy(nil, nil, nil)
 	members := map[string]sarama.ConsumerGroupMemberMetadata{

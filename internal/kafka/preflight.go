@@ -30,12 +30,6 @@ type TopicFacts struct {
 // Exists reports whether the topic exists.
 func (f TopicFacts) Exists() bool { return f.Partitions > 0 }
 
-// ErrTransactionsUnavailable is wrapped by [Admin.CheckTransactions]'s
-// errors: the cluster cannot run exactly-once — its brokers are too old, or
-// no transaction coordinator answers, or the application may not use its
-// transactional id.
-var ErrTransactionsUnavailable = errors.New("kafka: transactions unavailable")
-
 // TopicFacts returns the facts of every topic in topics (absent ones with
 // Partitions 0), and the cleanup.policy of those in withPolicy that exist.
 func (a *Admin) TopicFacts(ctx context.Context, topics, withPolicy []string) (map[string]TopicFacts, error) {

@@ -38,9 +38,9 @@ type Producer struct {
 	t deliveries
 	// why replaces sarama's "circuit breaker is open" by its cause.
 	why causes
-	// hold is the adaptive linger (hold.go); nil when the Tuning sets a
+	// linger is the adaptive linger (linger.go); nil when the Tuning sets a
 	// Linger, which sarama applies itself.
-	hold *Hold
+	linger *AdaptiveLinger
 	// acked are the offsets of the records acknowledged, for the topics
 	// tracked.
 	acked AckedOffsets
@@ -97,7 +97,7 @@ func NewProducer(cfg Config) (*Producer, error) {
 		closing: make(chan struct{}),
 	}
 	if cfg.Tuning.Linger == 0 {
-		p.hold = NewHold(p.tick)
+		p.linger = NewAdaptiveLinger(p.tick)
 	}
 	p.t.init()
 	p.drained.Add(2)
@@ -125,9 +125,9 @@ func (p *Producer) Send(ctx context.Context, r Record) error {
 	msg := MessageFromRecord(r)
 	seq := p.t.register()
 	msg.Metadata = seq
-	// What a full hold does not hand over before ctx is done stays held:
+	// What a full linger does not hand over before ctx is done stays held:
 	// r is on its way either way.
-	if p.hold != nil && p.hold.Add(msg, func(m *sarama.ProducerMessage) error { return p.input(ctx, m) }) {
+	if p.linger != nil && p.linger.Add(msg, func(m *sarama.ProducerMessage) error { return p.input(ctx, m) }) {
 		return nil
 	}
 	if err := p.input(ctx, msg); err != nil {
@@ -214,7 +214,7 @@ func Input(ctx context.Context, in chan<- *sarama.ProducerMessage, m *sarama.Pro
 	}
 }
 
-// tick ends a window of the hold: it hands over what is held.
+// tick ends a window of the linger: it hands over what is held.
 func (p *Producer) tick() {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -222,16 +222,16 @@ func (p *Producer) tick() {
 		return
 	}
 	// An error means p is closing: Close hands the rest over.
-	_ = p.hold.Tick(func(m *sarama.ProducerMessage) error { return p.input(context.Background(), m) })
+	_ = p.linger.Tick(func(m *sarama.ProducerMessage) error { return p.input(context.Background(), m) })
 }
 
 // handHeld hands over what is held (Flush), without waiting for the
 // window to end. The caller holds p.mu (read or write) with p open.
 func (p *Producer) handHeld(ctx context.Context) error {
-	if p.hold == nil {
+	if p.linger == nil {
 		return nil
 	}
-	return p.hold.Hand(func(m *sarama.ProducerMessage) error { return p.input(ctx, m) })
+	return p.linger.Hand(func(m *sarama.ProducerMessage) error { return p.input(ctx, m) })
 }
 
 // handHeldAtClose hands over what is held, waiting for room in sarama's
@@ -239,11 +239,11 @@ func (p *Producer) handHeld(ctx context.Context) error {
 // stops the window's timer. The caller holds p.mu with p closed: no record
 // is given, and no window ends, after it.
 func (p *Producer) handHeldAtClose() {
-	if p.hold == nil {
+	if p.linger == nil {
 		return
 	}
-	p.hold.Stop()
-	_ = p.hold.Hand(func(m *sarama.ProducerMessage) error {
+	p.linger.Stop()
+	_ = p.linger.Hand(func(m *sarama.ProducerMessage) error {
 		p.ap.Input() <- m
 		return nil
 	})

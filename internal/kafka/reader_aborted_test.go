@@ -106,11 +106,11 @@ func (l *abortLog) want(from, to int64) []string {
 // range must deliver exactly the committed records, whether it starts just
 // before, at or inside an aborted transaction.
 //
-// Found by the reliability suite on the embedded broker: kfake left the
-// aborted-transaction list out of a fetch response cut short by the
-// request's byte bound (third_party/kfake patch 3), and the range reader's
-// fetches are such responses whenever a range holds more than one — a
-// micro-batch read a repartition topic's aborted records as committed.
+// This pins third_party/kfake patch 3: a fetch response cut short by the
+// request's byte bound still carries the aborted-transaction list. The
+// range reader's fetches are such responses whenever a range holds more
+// than one; without the list a micro-batch reads a repartition topic's
+// aborted records as committed.
 func TestReadRangeSkipsLargeAbortedTransactions(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		topic := kafkatest.Topic(t)

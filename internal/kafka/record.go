@@ -59,11 +59,6 @@ const recordBatchOverhead = 61
 // the broker's default message.max.bytes (1,048,588).
 const MaxRecordBytes = 1_048_588 - recordBatchOverhead
 
-// ErrRecordTooLarge is wrapped by the error for a record larger than
-// [MaxRecordBytes]: no producer would deliver it, and under exactly-once
-// it would fail the whole transaction.
-var ErrRecordTooLarge = errors.New("kafka: record too large")
-
 // RecordSize returns the bytes r takes in a record batch, counted the way
 // sarama's producer counts them (varints at their maximal width).
 func RecordSize(r Record) int {

@@ -8,15 +8,11 @@ import (
 	"crypto/sha512"
 	"crypto/subtle"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"hash"
 	"strconv"
 	"strings"
 )
-
-// ErrSCRAM is wrapped by every error of the SCRAM exchange.
-var ErrSCRAM = errors.New("kafka: scram")
 
 // scramHash names the hash of a SCRAM mechanism.
 type scramHash struct {

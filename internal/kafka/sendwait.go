@@ -32,7 +32,7 @@ func (p *Producer) SendWait(ctx context.Context, recs ...Record) error {
 	}
 }
 
-// sendOwn hands recs to sarama as w's, after what the hold has (so that
+// sendOwn hands recs to sarama as w's, after what the linger holds (so that
 // they keep their place in their partitions).
 func (p *Producer) sendOwn(ctx context.Context, w *ownDeliveries, recs []Record) error {
 	p.mu.RLock()

@@ -28,7 +28,7 @@ type Tuning struct {
 	// previous request to the broker is answered, which batches by itself
 	// under load and adds no latency — except that the producers (the
 	// at-least-once Producer, internal/txn's Session) then linger by
-	// themselves while they are loaded (Hold).
+	// themselves while they are loaded (AdaptiveLinger).
 	Linger time.Duration
 	// BatchSize is, with a Linger, the bytes buffered for one broker that
 	// send a request before the linger expires (sarama's Flush.Bytes: a
@@ -158,7 +158,7 @@ func (c Config) ApplyTuning(sc *sarama.Config) {
 	// sarama clients (and go-metrics' global switch) untouched.
 	sc.MetricRegistry = nilRegistry{}
 	// sarama's ChannelBufferSize stays 256: 1,024 showed no CPU or
-	// throughput difference in the benchmark (bench/README.md, issue 25).
+	// throughput difference in the benchmark (bench/README.md).
 	t := c.Tuning
 	switch t.Compression {
 	case CompressionGZIP:

@@ -12,10 +12,10 @@ import (
 
 // node.sh and start.sh take a cluster node for started once its port is
 // open and its log, after the start, says "Kafka Server started". A
-// restarted broker logs hundreds of KiB before that line; the check was a
-// `tail | grep -q` pipeline, which under pipefail fails when grep quits at
-// the match while tail still writes (SIGPIPE) — so a node that had started
-// was taken for one that had not, and the cluster suite failed in CI.
+// restarted broker logs hundreds of KiB before that line, and a
+// `tail | grep -q` pipeline under pipefail fails when grep quits at the
+// match while tail still writes (SIGPIPE): a node that has started would
+// be taken for one that has not.
 func TestNodeStartedSeesTheLineInALongLog(t *testing.T) {
 	lib, err := filepath.Abs("../../scripts/kafka/cluster-lib.sh")
 	if err != nil {

@@ -35,7 +35,7 @@ type Members func(ctx context.Context) ([]kafka.GroupMember, error)
 // assignment they still run but without their subscriptions. A member's
 // address does not change while it is a member, so owners remembers the
 // address of every member from the reads that reported it, and uses it
-// when a later read does not (issue 24: such owners looked address-less);
+// when a later read does not (such owners would look address-less);
 // a member no read reported is looked up in the addresses the
 // assignments carry (kafka.GroupMember.Peers: the leader writes every
 // member's into each assignment), so an owner that joined in a rebalance

@@ -188,8 +188,8 @@ func (s *commitSession) GroupMetadata() kafka.GroupMetadata { return kafka.Group
 // An at-least-once stateful epoch committed behind whose offset commit
 // fails (a rebalance: ErrCommitLater) keeps its state pending — its task
 // reads it, queries and Badger do not — and the next successful commit
-// applies it, before its own epoch. Before, the epoch's state stayed in
-// the staging layer and the commit behind never applied any.
+// applies it, before its own epoch: the epoch's state never stays in the
+// staging layer unapplied.
 func TestAtLeastOnceCommitBehindKeepsTheEpochForLater(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		h := newALOBehind(t, env, 1)

@@ -21,10 +21,8 @@ import (
 // in its retries, a changelog record sent after it can land first, and a
 // crash then leaves the changelog holding records whose outputs are lost
 // — the next owner restores them and takes their replay for a duplicate,
-// so their updates are never written (the chaos suite on Kafka 4.4, seed
-// 4242: 13 aggregate updates never written; the three-broker cluster with
-// broker faults, seed 436516). Before, the changelog landed while the
-// output was still refused.
+// so their updates are never written. Here the changelog must not land
+// while the output is still refused.
 func TestAtLeastOnceChangelogWaitsForTheOutputs(t *testing.T) {
 	commits := map[string]func(h *aloBehind, s kafka.Session) error{
 		"commit": func(h *aloBehind, s kafka.Session) error {

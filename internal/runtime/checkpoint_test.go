@@ -23,8 +23,8 @@ import (
 // with its partition already another member's, which has restored and
 // written on; had it checkpointed the changelog's end then, a later restore
 // on its state dir would start past the new owner's records and run on
-// its own stale state for good (the chaos suite on Kafka 4.4, seed 106694:
-// a store partition went back to its state of before a stall).
+// its own stale state for good (a store partition back at its state of
+// before the stall).
 func TestCheckpointIsTheMembersOwnChangelogEnd(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		env.RequireKfake(t)

@@ -167,8 +167,7 @@ func (r *Runtime) flushFailed(ctx context.Context, err error) error {
 // by the changelog record of the same update, and a crash then leaves a
 // changelog holding an update whose output never reached Kafka — the next
 // owner restores it, and the record's replay does not write that update's
-// output again (the chaos suite on Kafka 4.4 and on the three-broker
-// cluster: "aggregate … never written"). Under exactly-once the
+// output again (an aggregate update never written). Under exactly-once the
 // transaction makes both or neither visible.
 func (r *Runtime) outputsThenChangelogs(ctx context.Context, ph *Phases, kept []*epochLayer) error {
 	if r.txn == nil && r.pendingChangelog()+heldChangelog(kept) > 0 {
@@ -189,10 +188,9 @@ func (r *Runtime) outputsThenChangelogs(ctx context.Context, ph *Phases, kept []
 // is fatal. One the producer gave up on for a cause that heals rewinds
 // (ErrRewind): sarama gives a record back at once, retries left or not,
 // when the connection to a partition's leader broke and no new leader is
-// known yet — a broker killed while the controller elects (the
-// reliability suite on the three-broker cluster: "broker not connected",
-// 20 s into an outage its retries would have outlasted) — and an epoch
-// with an output missing must not commit. The epoch is not committed, so
+// known yet — a broker killed while the controller elects ("broker not
+// connected", even 20 s into an outage its retries would outlast) — and
+// an epoch with an output missing must not commit. The epoch is not committed, so
 // the engine goes back to the committed offsets, drops the state staged
 // since and restores it, as a restart would, without stopping the
 // application. Rewinds in a row back off as exactly-once's do

@@ -192,7 +192,7 @@ const cutOutputsWait = 20 * time.Millisecond
 // input to themselves — about 3 ms a word-count epoch on Kafka 4.4, where
 // sent behind the barrier they queue with the claims' outputs for 66–76
 // ms, and the commit behind falls behind the next epoch end
-// (bench/results/kafka-4.4-issue16/session12-changelog-behind.md). A
+// (bench/results/kafka-4.4-commit-path-and-linger-2026-12-02-to-04/2026-12-02-changelog-sent-behind-the-barrier.md). A
 // broker slower than that, or refusing the outputs, never holds the
 // barrier longer: the records are held for the commit behind
 // (sendChangelogs). Its error is a delivery failure (see flushOutputs).

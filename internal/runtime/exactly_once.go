@@ -190,8 +190,8 @@ func (t *txnOutput) recover(ctx context.Context, cause error) error {
 	// at once; waiting would make this member join the rebalance late, its
 	// rejoin would start another one, and that one would fence the other
 	// members' epochs in turn — on a loaded three-broker cluster the group
-	// then spent minutes rebalancing (reliability suite, seed 797498). So
-	// such a rewind neither waits nor counts towards the backoff.
+	// then spends minutes rebalancing. So such a rewind neither waits nor
+	// counts towards the backoff.
 	if !kafka.GroupMoved(cause) {
 		t.rewinds++
 	}

@@ -16,10 +16,10 @@ import (
 // no record sent since, begins no transaction. Each claim that ends
 // commits under the barrier with the positions of the claims still
 // running. After the first, those are offsets the last transaction
-// committed. Before, every claim committed them again, in a transaction
-// of offsets alone. Right after the previous EndTxn, Kafka refuses its
+// committed. Committing them again, in a transaction of offsets alone,
+// would cost time: right after the previous EndTxn, Kafka refuses its
 // AddOffsetsToTxn (CONCURRENT_TRANSACTIONS) until the markers are
-// written. So on Kafka 4.4 a graceful stop of 8 claims spent 100 ms
+// written, so on Kafka 4.4 a graceful stop of 8 claims would spend 100 ms
 // (sarama's retry backoff) on each of the 7 after the first. On kfake and,
 // with KAFKA_BROKERS, on Kafka.
 func TestExactlyOnceSkipsOffsetsAlreadyCommitted(t *testing.T) {

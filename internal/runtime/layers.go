@@ -28,7 +28,7 @@ import (
 // commit, past its session timeout, would read that end after its
 // partition's new owner had restored and written on, and a later restore
 // on its state dir would start past the new owner's records and run on
-// stale state for good (the chaos suite on Kafka 4.4 found it). A
+// stale state for good. A
 // partition with no record of this member's acknowledged (an epoch a stop
 // cut short) keeps its previous checkpoint: a restore then replays more,
 // never less.

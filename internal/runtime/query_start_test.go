@@ -18,8 +18,7 @@ import (
 // The query server is up before the runtime is ready, so queries for a
 // stale copy (QueryCopy) run while the application switches exactly-once
 // on: reading the changelog's end must not race with that switch. Under
-// -race this failed before read_committed was published atomically (a
-// loaded run of the root package's query churn test).
+// -race this pins that read_committed is published atomically.
 func TestQueryCopyWhileExactlyOnceIsSwitchedOn(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		topo, in, _ := countTopology(t, env)

@@ -14,7 +14,7 @@ import (
 // pause, SIGSTOP) wakes up, finishes its epoch and writes that epoch's
 // changelog records after the new owner has restored and written newer
 // values. A restore that applied them would take the store back in time
-// (the chaos suite saw a key's count drop from 43 to 24 that way). Kafka
+// (a key's count dropping from 43 to 24, say). Kafka
 // Streams' at_least_once has the same window; exactly-once closes it with
 // transactions, since the zombie's transaction cannot commit.
 //

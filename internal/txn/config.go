@@ -1,7 +1,6 @@
 package txn
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -35,10 +34,6 @@ const (
 	// answer when Config.RequestTimeout is zero.
 	DefaultRequestTimeout = 30 * time.Second
 )
-
-// ErrConfig is wrapped by every error about an invalid [Config]. Errors
-// from the Kafka part also wrap kafka.ErrConfig.
-var ErrConfig = errors.New("exactlyonce: invalid configuration")
 
 // Config configures a [Session]. It is a value; share it freely as long as
 // no one mutates it.

@@ -54,9 +54,9 @@ func TestConfigValidate(t *testing.T) {
 }
 
 // TestConfigSCRAM: the transactional producer authenticates with SCRAM
-// through internal/kafka's client, as every other client of weir (issue 19:
-// it used to refuse every mechanism but PLAIN, so exactly-once could not run
-// on a SCRAM cluster).
+// through internal/kafka's client, as every other client of weir: a
+// producer that accepted PLAIN alone could not run exactly-once on a SCRAM
+// cluster.
 func TestConfigSCRAM(t *testing.T) {
 	for _, mech := range []string{kafka.SASLScramSHA256, kafka.SASLScramSHA512} {
 		t.Run(mech, func(t *testing.T) {

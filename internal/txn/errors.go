@@ -209,3 +209,7 @@ func KafkaCode(err error) (code int16, ok bool) {
 	k, ok := err.(sarama.KError)
 	return int16(k), ok
 }
+
+// ErrConfig is wrapped by every error about an invalid [Config]. Errors
+// from the Kafka part also wrap kafka.ErrConfig.
+var ErrConfig = errors.New("exactlyonce: invalid configuration")

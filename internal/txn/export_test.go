@@ -55,11 +55,11 @@ func SASLOf(cfg Config) (mechanism, first string, err error) {
 	return string(sc.Net.SASL.Mechanism), first, nil
 }
 
-// HoldState reports whether s's adaptive linger is holding records and how
+// LingerState reports whether s's adaptive linger is holding records and how
 // many it holds.
-func HoldState(s *Session) (on bool, held int) {
-	if s.hold == nil {
+func LingerState(s *Session) (on bool, held int) {
+	if s.linger == nil {
 		return false, 0
 	}
-	return s.hold.State()
+	return s.linger.State()
 }

@@ -54,11 +54,11 @@ type Session struct {
 	log   *slog.Logger
 	watch *connWatch
 	bg    calls // producer opens, and closes of replaced producers
-	// hold is the adaptive linger (kafka.Hold): records of the open
-	// transaction held while Sends come fast, handed to sarama every 5 ms
-	// and at once by Commit. nil when the configuration sets a linger,
-	// which sarama applies itself (and Commit waits out).
-	hold *kafka.Hold
+	// linger is the adaptive linger (kafka.AdaptiveLinger): records of the
+	// open transaction held while Sends come fast, handed to sarama every
+	// 5 ms and at once by Commit. nil when the configuration sets a
+	// linger, which sarama applies itself (and Commit waits out).
+	linger *kafka.AdaptiveLinger
 
 	op sync.Mutex // serializes Begin, Commit, Abort, Reset and Close
 
@@ -104,7 +104,7 @@ func New(ctx context.Context, cfg Config) (*Session, error) {
 		failure: errors.New("exactlyonce: not initialized"),
 	}
 	if cfg.Kafka.Tuning.Linger == 0 {
-		s.hold = kafka.NewHold(s.tick)
+		s.linger = kafka.NewAdaptiveLinger(s.tick)
 	}
 	s.op.Lock()
 	err := s.reset(ctx)
@@ -276,8 +276,8 @@ func (s *Session) Send(ctx context.Context, r kafka.Record) error {
 	default:
 	}
 	msg := kafka.MessageFromRecord(r)
-	if s.hold != nil && s.hold.Add(msg, func(m *sarama.ProducerMessage) error { return input(ctx, p, end.ch, m) }) {
-		// What a full hold does not hand over before ctx is done or the
+	if s.linger != nil && s.linger.Add(msg, func(m *sarama.ProducerMessage) error { return input(ctx, p, end.ch, m) }) {
+		// What a full linger does not hand over before ctx is done or the
 		// transaction ends stays held: Commit hands it over.
 		return nil
 	}
@@ -303,7 +303,7 @@ func input(ctx context.Context, p *producer, end <-chan struct{}, m *sarama.Prod
 	return nil
 }
 
-// tick ends a window of the hold: it hands what is held to the open
+// tick ends a window of the linger: it hands what is held to the open
 // transaction. Once the transaction is ending, Commit hands it over.
 func (s *Session) tick() {
 	s.mu.RLock()
@@ -313,14 +313,14 @@ func (s *Session) tick() {
 		p, end := s.p, s.end.ch
 		send = func(m *sarama.ProducerMessage) error { return input(context.Background(), p, end, m) }
 	}
-	_ = s.hold.Tick(send)
+	_ = s.linger.Tick(send)
 }
 
-// dropHeld discards the records the hold keeps for a transaction that
+// dropHeld discards the records the linger holds for a transaction that
 // aborted or was abandoned.
 func (s *Session) dropHeld() {
-	if s.hold != nil {
-		s.hold.Drop()
+	if s.linger != nil {
+		s.linger.Drop()
 	}
 }
 
@@ -358,8 +358,8 @@ func (s *Session) Commit(ctx context.Context, offsets map[TopicPartition]int64, 
 	// 1. The records held go to sarama (no Send runs once the
 	// transaction is ending), then every record sent has its outcome; the
 	// first failure fails the transaction.
-	if s.hold != nil {
-		if err := s.hold.Hand(func(m *sarama.ProducerMessage) error { return input(ctx, p, nil, m) }); err != nil {
+	if s.linger != nil {
+		if err := s.linger.Hand(func(m *sarama.ProducerMessage) error { return input(ctx, p, nil, m) }); err != nil {
 			return s.setFailure(stFailed, newError("commit", ErrAbortable, fmt.Errorf("hand over held records: %w", err)))
 		}
 	}
@@ -473,9 +473,9 @@ func (s *Session) Close() error {
 	if s.end != nil {
 		s.end.close()
 	}
-	if s.hold != nil {
-		s.hold.Stop()
-		s.hold.Drop()
+	if s.linger != nil {
+		s.linger.Stop()
+		s.linger.Drop()
 	}
 	s.mu.Lock()
 	if s.state == stClosed {

@@ -152,10 +152,9 @@ func (e *Engine) commit(ctx context.Context, plan offsets.Plan, srcs map[offsets
 // commitAgain commits the position of every source once more, after a
 // batch whose offsets were not committed (runtime.ErrCommitLater, a
 // rebalance at the wrong moment), when a plan finds no batch to carry
-// them. Without it the offsets stayed uncommitted until more input came:
+// them. Without it the offsets stay uncommitted until more input comes:
 // forever for an AvailableNow group, whose members end only once the
-// group has committed every partition to its end (the reliability suite
-// on the three-broker cluster: members still running after 3 minutes).
+// group has committed every partition to its end.
 // The state the batch staged is applied with it (runtime.Commit). A
 // failure of the same kind is reported and tried again at the next empty
 // plan.

@@ -17,9 +17,9 @@ import (
 //
 // AvailableNow is done when the whole group is (groupDone), not only this
 // member: an instance that ended as soon as its own partitions were empty
-// left behind the repartition records another instance's last batch wrote
-// to them after that — the partitions went to nobody, or to an instance
-// that had ended too — and the table came out short.
+// would leave behind the repartition records another instance's last
+// batch writes to them after that — the partitions go to nobody, or to an
+// instance that has ended too — and the table would come out short.
 func (e *Engine) finished(ctx context.Context, srcs map[offsets.TopicPartition]*source) (bool, error) {
 	if e.cfg.Trigger == microbatch.AvailableNow() {
 		return e.groupDone(ctx)

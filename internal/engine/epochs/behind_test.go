@@ -67,8 +67,8 @@ func topologyEngine(t *testing.T, bld *topology.Builder, wal *offsets.WAL, hooks
 
 // An at-least-once epoch of a stateless topology commits behind: while
 // its outputs wait for their acknowledgement the claims go on processing,
-// and its offset is committed only once they are acknowledged. Before,
-// the epoch end held every claim for the flush and the offset commit.
+// and its offset is committed only once they are acknowledged. The epoch
+// end does not hold the claims for the flush and the offset commit.
 func TestAtLeastOnceEpochCommitsBehind(t *testing.T) {
 	ctx := t.Context()
 	e, b := behindEngine(t, nil)
@@ -101,8 +101,8 @@ func TestAtLeastOnceEpochCommitsBehind(t *testing.T) {
 // past the start of the next epoch end, that end takes the barrier before
 // it waits, so records are not processed while the broker refuses the
 // epoch's outputs — a crash would duplicate every one of them. Processing
-// resumes when the commit ends. Before, the claims ran on for as long as
-// the broker refused.
+// resumes when the commit ends; the claims do not run on for as long as
+// the broker refuses.
 func TestAtLeastOnceClaimsWaitForACommitBehindThatLags(t *testing.T) {
 	ctx := t.Context()
 	var waitedMu sync.Mutex
@@ -155,9 +155,9 @@ func TestAtLeastOnceClaimsWaitForACommitBehindThatLags(t *testing.T) {
 // an output is refused; while its outputs wait for their acknowledgement
 // the claims go on processing on top of it, queries do not see it, and
 // its offset is committed only once they are acknowledged — then queries
-// see its state. Before, such an epoch committed under the barrier; and
-// before the cut's wait for the outputs was bounded (cutOutputsWait), the
-// cut waited under the barrier for as long as the output was refused.
+// see its state. The epoch does not commit under the barrier, and the
+// cut's wait for the outputs under the barrier is bounded (cutOutputsWait),
+// however long the output is refused.
 func TestAtLeastOnceStatefulEpochCommitsBehind(t *testing.T) {
 	ctx := t.Context()
 	e, b := countingEngine(t)

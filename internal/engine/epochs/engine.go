@@ -180,11 +180,11 @@ func (e *Engine) coordinate(ctx context.Context) error {
 // live (runtime.Driver stops the group once Loop returned): a rebalance
 // under way when the stop came completes meanwhile, and the epoch commits
 // in the generation it reached. The claims' own last commits, once the
-// group stopped, cover only what they process meanwhile; alone, they were
-// refused whenever the stop found the member between a rebalance's
+// group stopped, cover only what they process meanwhile; alone, they are
+// refused whenever the stop finds the member between a rebalance's
 // JoinGroup and its session's new generation, and everything the member
-// had processed was processed again by the next owners (at-least-once,
-// on state restored from the changelog: counted twice).
+// had processed is processed again by the next owners (at-least-once, on
+// state restored from the changelog: counted twice).
 func (e *Engine) lastEpoch(ctx context.Context) error {
 	s := e.drv.Session()
 	if s == nil || !runtime.GracefulStop(ctx) {
@@ -278,8 +278,8 @@ func (e *Engine) Claim(ctx context.Context, c kafka.Claim, task *runtime.Task) e
 // member's by then. That is not the application's failure but the epoch's:
 // every task rewinds to the committed offsets (the transaction is aborted)
 // and the member rejoins, as Kafka Streams' threads do when they lose a
-// task they were committing. Before, the member stopped ("output not sent:
-// … context canceled"; the three-broker reliability suite under load).
+// task they were committing. Returning the error instead would stop the
+// member ("output not sent: … context canceled") for a broker's outage.
 func (e *Engine) cutOff(ctx context.Context, tp offsets.TopicPartition, err error, session <-chan struct{}) error {
 	if err == nil || ctx.Err() == nil {
 		return err

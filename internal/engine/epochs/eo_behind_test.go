@@ -140,8 +140,8 @@ func eoKfake(t *testing.T) (*eoHarness, *embedded.Broker) {
 // meanwhile reads the epoch's state (its task's own writes), while a query
 // does not see that state until the transaction has committed; its output
 // is held, then sent into the next transaction. A read_committed reader
-// sees exact counts, each epoch's once its transaction commits. Before,
-// the epoch end held every claim until EndTxn returned.
+// sees exact counts, each epoch's once its transaction commits. The epoch
+// end does not hold the claims until EndTxn returns.
 func TestExactlyOnceEpochCommitsBehind(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		in, out := kafkatest.Topic(t), kafkatest.Topic(t)

@@ -23,7 +23,7 @@ func sendFast(t *testing.T, p *kafka.Producer, topic string, from, n int) (maxHe
 			Topic: topic, Partition: kafka.PartitionByKey,
 			Key: fmt.Appendf(nil, "k%d", i%17), Value: strconv.AppendInt(nil, int64(i), 10),
 		}))
-		if _, held := kafka.HoldState(p); held > maxHeld {
+		if _, held := kafka.LingerState(p); held > maxHeld {
 			maxHeld = held
 		}
 	}
@@ -53,7 +53,7 @@ func requireAllInOrder(t *testing.T, env *kafkatest.Env, topic string, n int) {
 	}
 }
 
-// holdingProducer returns a producer of a new topic of partitions
+// lingeringProducer returns a producer of a new topic of partitions
 // partitions, given records back to back (sendFast) until it holds more
 // than 10, and the number given.
 //
@@ -61,7 +61,7 @@ func requireAllInOrder(t *testing.T, env *kafkatest.Env, topic string, n int) {
 // may be answered with a retriable error while its leaders settle, and
 // sarama fails a batch that retries while the producer closes ("in
 // process of shutting down", reported by Close; seen on Kafka 4.4).
-func holdingProducer(t *testing.T, env *kafkatest.Env, partitions int32) (p *kafka.Producer, topic string, n int) {
+func lingeringProducer(t *testing.T, env *kafkatest.Env, partitions int32) (p *kafka.Producer, topic string, n int) {
 	t.Helper()
 	topic = kafkatest.Topic(t)
 	kafkatest.CreateTopic(t, env, topic, partitions)
@@ -86,9 +86,9 @@ func holdingProducer(t *testing.T, env *kafkatest.Env, partitions int32) (p *kaf
 // them over and waits for them, in order.
 func TestProducerHoldsUnderLoad(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
-		p, topic, n := holdingProducer(t, env, 4)
+		p, topic, n := lingeringProducer(t, env, 4)
 		require.NoError(t, p.Flush(t.Context()))
-		_, held := kafka.HoldState(p)
+		_, held := kafka.LingerState(p)
 		require.Zero(t, held, "held after a Flush")
 		requireAllInOrder(t, env, topic, n)
 	})
@@ -112,9 +112,9 @@ func TestProducerDoesNotHoldATrickle(t *testing.T) {
 }
 
 // The holding ends with the load: after a pause, a record goes at once.
-func TestProducerHoldEndsAfterAPause(t *testing.T) {
+func TestProducerLingerEndsAfterAPause(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
-		p, topic, n := holdingProducer(t, env, 2)
+		p, topic, n := lingeringProducer(t, env, 2)
 		require.NoError(t, p.Flush(t.Context()))
 		time.Sleep(50 * time.Millisecond)
 		require.Zero(t, sendFast(t, p, topic, n, 1), "a record after a 50 ms pause was held")
@@ -126,19 +126,19 @@ func TestProducerHoldEndsAfterAPause(t *testing.T) {
 // Close hands over the records still held: none is lost.
 func TestProducerCloseSendsHeldRecords(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
-		p, topic, n := holdingProducer(t, env, 4)
+		p, topic, n := lingeringProducer(t, env, 4)
 		require.NoError(t, p.Close())
 		requireAllInOrder(t, env, topic, n)
 	})
 }
 
-// loadedHold returns a Hold that is holding — given 100 records back to
-// back within a window — and five records it holds.
-func loadedHold(t *testing.T) (*kafka.Hold, []*sarama.ProducerMessage) {
+// loadedLinger returns an AdaptiveLinger that is holding — given 100 records
+// back to back within a window — and five records it holds.
+func loadedLinger(t *testing.T) (*kafka.AdaptiveLinger, []*sarama.ProducerMessage) {
 	t.Helper()
 	refuse := func(*sarama.ProducerMessage) error { return errors.New("not now") }
 	for range 1000 {
-		h := kafka.NewHold(func() {})
+		h := kafka.NewAdaptiveLinger(func() {})
 		t.Cleanup(h.Stop)
 		// The first 100 start the first window.
 		for range 200 {
@@ -159,15 +159,15 @@ func loadedHold(t *testing.T) (*kafka.Hold, []*sarama.ProducerMessage) {
 		}
 		// A pause of more than two windows ended the holding.
 	}
-	t.Fatal("records given back to back never loaded the hold")
+	t.Fatal("records given back to back never loaded the linger")
 	return nil, nil
 }
 
 // While a hand-over waits for room in sarama's input, records given go on
 // being taken — held behind the ones handed over, so that one caller's
 // records keep their order — rather than waiting for it.
-func TestHoldTakesRecordsDuringAHandOver(t *testing.T) {
-	h, first := loadedHold(t)
+func TestLingerTakesRecordsDuringAHandOver(t *testing.T) {
+	h, first := loadedLinger(t)
 	var sent []*sarama.ProducerMessage
 	blocked, release := make(chan struct{}), make(chan struct{})
 	send := func(m *sarama.ProducerMessage) error {
@@ -205,8 +205,8 @@ func TestHoldTakesRecordsDuringAHandOver(t *testing.T) {
 }
 
 // A hand-over that fails keeps the records it did not hand over, first.
-func TestHoldKeepsWhatAFailedHandOverLeft(t *testing.T) {
-	h, first := loadedHold(t)
+func TestLingerKeepsWhatAFailedHandOverLeft(t *testing.T) {
+	h, first := loadedLinger(t)
 	var sent []*sarama.ProducerMessage
 	fail := errors.New("closing")
 	err := h.Hand(func(m *sarama.ProducerMessage) error {

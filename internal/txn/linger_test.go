@@ -24,7 +24,7 @@ func (f *fixture) sendUntilHeld(t *testing.T, s *txn.Session, prefix string) []k
 		}
 		require.NoError(t, s.Send(ctx(t), r))
 		sent = append(sent, r)
-		if _, held := txn.HoldState(s); held > 10 {
+		if _, held := txn.LingerState(s); held > 10 {
 			return sent
 		}
 		// A loaded machine may pause the loop for longer than a window
@@ -42,7 +42,7 @@ func TestCommitHandsOverHeldRecords(t *testing.T) {
 		require.NoError(t, s.Begin(ctx(t)))
 		sent := f.sendUntilHeld(t, s, "held")
 		require.NoError(t, s.Commit(ctx(t), f.offsets(1, 1), f.gm()))
-		_, held := txn.HoldState(s)
+		_, held := txn.LingerState(s)
 		require.Zero(t, held, "held after a Commit")
 		f.requireVisible(t, values(sent))
 	})
@@ -57,7 +57,7 @@ func TestAbortDropsHeldRecords(t *testing.T) {
 		require.NoError(t, s.Begin(ctx(t)))
 		f.sendUntilHeld(t, s, "aborted")
 		require.NoError(t, s.Abort(ctx(t)))
-		_, held := txn.HoldState(s)
+		_, held := txn.LingerState(s)
 		require.Zero(t, held, "held after an Abort")
 
 		next := f.records("next", 5)
@@ -74,7 +74,7 @@ func TestLingerHoldsNothing(t *testing.T) {
 		require.NoError(t, s.Begin(ctx(t)))
 		rs := f.records("linger", 500)
 		send(t, s, rs)
-		_, held := txn.HoldState(s)
+		_, held := txn.LingerState(s)
 		require.Zero(t, held)
 		require.NoError(t, s.Commit(ctx(t), f.offsets(1, 1), f.gm()))
 		f.requireVisible(t, values(rs))
