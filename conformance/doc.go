@@ -15,7 +15,14 @@
 //
 // Keys and values are strings (null is a null key or a tombstone); times
 // are milliseconds. "headers", optional on inputs and outputs, lists a
-// record's headers in order as [key, value] pairs (values as text). The operators and their parameters:
+// record's headers in order as [key, value] pairs (values as text).
+// "restart": true on an input restarts the application before that input:
+// it stops and starts again with its stores restored — Kafka Streams
+// reopens its state directory (in-memory stores restored from their
+// changelogs), topologytest restores every logged store from its
+// changelog (Driver.Restart), the engine test stops the application and
+// starts a new one. What processors keep only in memory (their stream
+// time) starts again. The operators and their parameters:
 //
 //	aggregate          GroupByKey (or GroupBy, "rekey") + Count or Reduce ("agg": "count" | "reduce")
 //	tumbling, hopping  WindowedBy(TumblingWindows / HoppingWindows), "size", "advance", "grace", "agg", "final"

@@ -61,6 +61,22 @@ type Input struct {
 	TS    int64   `json:"ts"`
 	// Headers are the record's headers, in order; optional.
 	Headers []Header `json:"headers,omitempty"`
+	// Restart restarts the application before this input is processed:
+	// it stops, and starts again with its stores restored (Kafka Streams
+	// from its state directory, weir from the changelogs). State kept
+	// only in memory starts again.
+	Restart bool `json:"restart,omitempty"`
+}
+
+// Restarts reports whether any input of the script restarts the
+// application.
+func (s *Script) Restarts() bool {
+	for _, in := range s.Inputs {
+		if in.Restart {
+			return true
+		}
+	}
+	return false
 }
 
 // Output is one output record and the index of the input that caused it.

@@ -169,7 +169,15 @@ func (in Input) Bytes() (key, value []byte) {
 // output records: after each input, the new records of each output topic
 // (OutputTopics), topic after topic. A record the topology cannot handle
 // is skipped, as Kafka Streams' default handlers would log and skip it.
+// Before an input marked "restart" the driver restarts
+// (topologytest.Driver.Restart).
 func RunWeir(s *Script) ([]Output, error) {
+	return runWeir(s, func(i int) bool { return s.Inputs[i].Restart })
+}
+
+// runWeir is RunWeir restarting the driver before each input i for which
+// restart(i) holds.
+func runWeir(s *Script, restart func(i int) bool) ([]Output, error) {
 	topo, decode, err := Topology(s)
 	if err != nil {
 		return nil, err
@@ -180,10 +188,17 @@ func RunWeir(s *Script) ([]Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }()
 	var outs []Output
 	read := map[string]int{}
 	for i, in := range s.Inputs {
+		if restart(i) {
+			next, err := d.Restart()
+			if err != nil {
+				return nil, fmt.Errorf("input #%d: %w", i, err)
+			}
+			d = next
+		}
 		k, v := in.Bytes()
 		if err := d.PipeRaw(in.topic(), k, v, time.UnixMilli(in.TS), InputHeaders[processor.Header](in)...); err != nil {
 			return nil, fmt.Errorf("input #%d: %w", i, err)

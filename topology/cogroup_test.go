@@ -9,7 +9,6 @@ import (
 
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/serde"
-	"github.com/weirstream/weir/statestore"
 	"github.com/weirstream/weir/topology"
 	"github.com/weirstream/weir/topologytest"
 )
@@ -88,36 +87,12 @@ func TestCogroupWindowedResumesFromItsChangelog(t *testing.T) {
 	require.NoError(t, topologytest.Input(d, "purchases", serde.String(), serde.Int64()).Pipe("ann", 3, ms(2)))
 
 	// A new task on stores rebuilt from the changelogs continues the window.
-	task, out := restart(t, topo, d)
-	require.NoError(t, d.Close())
-	kb, vb := []byte("ann"), []byte("away")
-	require.NoError(t, task.Process(processor.RawRecord{Topic: "clicks", Key: kb, Value: vb, Timestamp: ms(5)}))
-	require.Equal(t, []string{"ann@[0,10) click:home buy:3 click:away "}, sinkRecords(*out))
-}
-
-// restart builds a task of topo's only sub-topology on stores restored
-// from the changelog records d wrote, as an engine restores them after a
-// crash; it returns the task and the outputs it emits.
-func restart(t *testing.T, topo *topology.Topology, d *topologytest.Driver) (*processor.Task, *[]processor.Output) {
-	t.Helper()
-	g := topo.Graph()
-	require.Len(t, g.Subtopologies, 1)
-	stores := statestore.NewInMemoryFactory()
-	for _, spec := range g.Subtopologies[0].Stores {
-		st, err := stores.Open(spec, 0)
-		require.NoError(t, err)
-		for _, c := range d.Topic("app-" + spec.Name + "-changelog") {
-			require.NoError(t, processor.Restore(st, c.Key, c.Value))
-		}
-	}
-	out := &[]processor.Output{}
-	task, err := processor.NewTask(g, processor.TaskConfig{
-		ApplicationID: "app", Stores: stores,
-		Emit: func(o processor.Output) error { *out = append(*out, o); return nil },
-	})
+	d, err = d.Restart()
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = task.Close() })
-	return task, out
+	defer d.Close()
+	before := len(d.Topic("out"))
+	require.NoError(t, topologytest.Input(d, "clicks", serde.String(), serde.String()).Pipe("ann", "away", ms(5)))
+	require.Equal(t, []string{"ann@[0,10) click:home buy:3 click:away "}, sinkRecords(d.Topic("out")[before:]))
 }
 
 // sinkRecords returns the records written to "out" as "key value".

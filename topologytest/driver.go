@@ -7,7 +7,9 @@
 // written to repartition topics are processed by the reading sub-topology
 // right away, in order, before Pipe returns. A record piped into a global
 // table's topic updates its store at once, as TopologyTestDriver does, and
-// causes no output. Nothing touches the network or the real clock.
+// causes no output. Restart stops the application and starts it again with
+// its stores restored from their changelogs, as after a crash or a
+// deployment. Nothing touches the network or the real clock.
 //
 //	d, err := topologytest.New(topo, topologytest.Config{})
 //	in := topologytest.Input(d, "words", serde.String(), serde.String())
@@ -54,6 +56,9 @@ type Driver struct {
 	gcount  map[string]int64 // counters of the global tables
 	stores  statestore.Factory
 	topics  map[string][]processor.Output
+	// glog holds the records piped into each global table's topic, which
+	// a restarted driver replays into its global stores.
+	glog    map[string][]processor.RawRecord
 	read    map[string]int // read position per output topic
 	offsets map[string]int64
 	queue   []processor.Output
@@ -66,6 +71,13 @@ func New(topo *topology.Topology, cfg Config) (*Driver, error) {
 	if topo == nil {
 		return nil, errors.New("topologytest: nil topology")
 	}
+	return open(topo.Graph(), cfg, nil)
+}
+
+// open creates a driver for graph. When prev is not nil, the new driver
+// takes over prev's topics, read positions and input offsets, and restores
+// its stores from them before processing anything (see Restart).
+func open(graph *processor.Graph, cfg Config, prev *Driver) (*Driver, error) {
 	if cfg.ApplicationID == "" {
 		cfg.ApplicationID = "weir-test"
 	}
@@ -73,12 +85,18 @@ func New(topo *topology.Topology, cfg Config) (*Driver, error) {
 		cfg.WallClock = time.UnixMilli(0)
 	}
 	d := &Driver{
-		cfg: cfg, graph: topo.Graph(), readers: map[string]*processor.Task{},
+		cfg: cfg, graph: graph, readers: map[string]*processor.Task{},
 		stores: statestore.NewInMemoryFactory(), topics: map[string][]processor.Output{},
+		glog: map[string][]processor.RawRecord{},
 		read: map[string]int{}, offsets: map[string]int64{}, wall: cfg.WallClock,
 	}
 	if err := d.openGlobals(); err != nil {
 		return nil, err
+	}
+	if prev != nil {
+		if err := d.restoreFrom(prev); err != nil {
+			return nil, err
+		}
 	}
 	for i := range d.graph.Subtopologies {
 		t, err := processor.NewTask(d.graph, processor.TaskConfig{

@@ -42,9 +42,9 @@ func (d *Driver) openGlobals() error {
 func (d *Driver) pipeGlobal(g *globalTable, topic string, key, value []byte, ts time.Time, headers []processor.Header) error {
 	off := d.offsets[topic]
 	d.offsets[topic] = off + 1
-	upd, err := g.def.ApplyGlobal(g.store, processor.RawRecord{
-		Topic: topic, Offset: off, Key: key, Value: value, Timestamp: ts, Headers: headers,
-	})
+	rec := processor.RawRecord{Topic: topic, Offset: off, Key: key, Value: value, Timestamp: ts, Headers: headers}
+	d.glog[topic] = append(d.glog[topic], rec)
+	upd, err := g.def.ApplyGlobal(g.store, rec)
 	if err != nil {
 		return d.handle(err)
 	}

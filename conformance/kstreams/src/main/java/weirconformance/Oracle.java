@@ -145,26 +145,35 @@ public final class Oracle {
     // behind, and two runs on one machine do not share RocksDB files.
     java.nio.file.Path stateDir = java.nio.file.Files.createTempDirectory("weir-conformance-");
     props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
-    try (TopologyTestDriver d = new TopologyTestDriver(topology(s), props, Instant.ofEpochMilli(0))) {
-      Map<String, TestInputTopic<String, String>> ins = new HashMap<>();
+    TopologyTestDriver d = new TopologyTestDriver(topology(s), props, Instant.ofEpochMilli(0));
+    Restart restarts = new Restart();
+    try {
       // The output topics, read after each input in this order: the
       // script's "outputs", or "out".
-      Map<String, TestOutputTopic<String, String>> outs = new LinkedHashMap<>();
       JsonNode names = s.get("outputs");
       if (names == null || names.isEmpty()) {
         names = JSON.createArrayNode().add("out");
       }
-      for (JsonNode name : names) {
-        outs.put(name.asText(), d.createOutputTopic(name.asText(), new StringDeserializer(), new StringDeserializer()));
-      }
+      Map<String, TestInputTopic<String, String>> ins = new HashMap<>();
+      Map<String, TestOutputTopic<String, String>> outs = outputs(d, names);
+      long wall = 0;
       int i = 0;
       for (JsonNode r : s.get("inputs")) {
+        if (r.path("restart").asBoolean(false)) {
+          // The application restarts before this input, on a topology
+          // built again from the script, as a restarted application does.
+          d = restarts.restart(d, topology(s), props, Instant.ofEpochMilli(wall));
+          ins.clear();
+          outs = outputs(d, names);
+        }
         String topic = str(r, "topic", "in");
+        TopologyTestDriver driver = d;
         TestInputTopic<String, String> in = ins.computeIfAbsent(topic,
-            t -> d.createInputTopic(t, new StringSerializer(), new StringSerializer()));
+            t -> driver.createInputTopic(t, new StringSerializer(), new StringSerializer()));
         // Emit-on-window-close looks for closed windows at most once a
         // second of wall-clock time: let a second pass before each record.
         d.advanceWallClockTime(Duration.ofSeconds(1));
+        wall += 1000;
         in.pipeInput(new TestRecord<>(str(r, "key", null), str(r, "value", null), headers(r), Instant.ofEpochMilli(r.get("ts").asLong())));
         for (Map.Entry<String, TestOutputTopic<String, String>> o : outs.entrySet()) {
           for (TestRecord<String, String> rec : o.getValue().readRecordsToList()) {
@@ -186,9 +195,26 @@ public final class Oracle {
         }
         i++;
       }
+      d.close();
+    } catch (Exception e) {
+      try {
+        d.close();
+      } catch (RuntimeException again) {
+        e.addSuppressed(again);
+      }
+      throw e;
     } finally {
       deleteTree(stateDir.toFile());
     }
+  }
+
+  /** The readers of the output topics names, in order. */
+  static Map<String, TestOutputTopic<String, String>> outputs(TopologyTestDriver d, JsonNode names) {
+    Map<String, TestOutputTopic<String, String>> outs = new LinkedHashMap<>();
+    for (JsonNode name : names) {
+      outs.put(name.asText(), d.createOutputTopic(name.asText(), new StringDeserializer(), new StringDeserializer()));
+    }
+    return outs;
   }
 
   /** The input's optional "headers": [[key, value], ...]. */
