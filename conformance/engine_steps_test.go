@@ -36,6 +36,13 @@ func TestContinuousEngineStepByStep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs an application on a broker")
 	}
+	if raceEnabled {
+		// Every script in one application, one committed step at a time,
+		// with restarts: minutes under the race detector. The engines run
+		// under it in TestEnginesMatchTopologytest; .ci/run runs this one
+		// without it.
+		t.Skip("runs without -race (.ci/run's conformance section)")
+	}
 	paths, err := conformance.Paths("scripts")
 	require.NoError(t, err)
 	var scripts []*conformance.Script
