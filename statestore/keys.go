@@ -2,7 +2,6 @@ package statestore
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -23,10 +22,6 @@ const (
 	windowSuffix  = timeLen     // start
 	sessionSuffix = 2 * timeLen // end, start
 )
-
-// ErrMalformedKey is wrapped by the errors DecodeWindowKey and
-// DecodeSessionKey return for bytes they cannot decode.
-var ErrMalformedKey = errors.New("statestore: malformed key")
 
 // EncodeWindowKey returns key followed by the 8-byte big-endian Unix
 // millisecond time of start (Kafka Streams' windowed key layout, without a

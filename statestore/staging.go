@@ -28,13 +28,6 @@ import (
 // engine that applies committed epochs behind processing freezes them into
 // layers (staging_layers.go); queries then read Committed.
 
-// ErrStagingFull is wrapped by the error a staged store's write returns when
-// the write would take the staged bytes past the overlay's limit. The write
-// is not staged; the engine should commit the epoch early, or abort it, and
-// never drop the write silently. Test with errors.Is; the error is a
-// *StagingFullError.
-var ErrStagingFull = errors.New("statestore: staged writes exceed the limit")
-
 // StagingFullError is the error a staged store's write returns when it does
 // not fit in the overlay's limit. It wraps ErrStagingFull.
 type StagingFullError struct {

@@ -24,18 +24,8 @@
 package statestore
 
 import (
-	"errors"
 	"time"
 )
-
-// ErrClosed is returned by every operation on a closed store, and by an
-// iterator used after it or its store was closed. Close itself returns nil
-// when called again.
-var ErrClosed = errors.New("statestore: closed")
-
-// ErrInvalidSession is wrapped by the error SessionStore.Put returns for a
-// session that ends before it starts.
-var ErrInvalidSession = errors.New("statestore: session ends before it starts")
 
 // Kind says which interface a store implements.
 type Kind int

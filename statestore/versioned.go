@@ -99,10 +99,6 @@ const (
 // ConsumerRecord.NO_TIMESTAMP.
 const noTimestamp int64 = -1
 
-// ErrCorruptVersion is wrapped by the error a versioned store returns for
-// bytes in its key-value store that are not in its layout.
-var ErrCorruptVersion = errors.New("statestore: corrupt versioned entry")
-
 // versioned is the VersionedStore over a KeyValueStore.
 type versioned struct {
 	kv        KeyValueStore

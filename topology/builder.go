@@ -9,9 +9,6 @@ import (
 	"github.com/weirstream/weir/statestore"
 )
 
-// ErrInvalidTopology is wrapped by every error Build returns.
-var ErrInvalidTopology = errors.New("topology: invalid topology")
-
 // Builder collects the streams, tables and processors of a topology. Create
 // one with NewBuilder, add sources with Stream and Table, chain operations,
 // then call Build. Mistakes (a missing serde, a duplicate name, an unknown

@@ -2,7 +2,6 @@ package topology
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -46,10 +45,6 @@ func storeCodec[K, V any](store string, ks serde.Serde[K], vs serde.Serde[V]) *p
 		},
 	}
 }
-
-// ErrBadKey is wrapped by the errors of StoreCodec.ParseKey for text that
-// is no key of the store's key type.
-var ErrBadKey = errors.New("topology: malformed key")
 
 // parseKey reads a key of type K from text: strings as they are, []byte as
 // the text's bytes, integers and floats as numbers, anything else as JSON.

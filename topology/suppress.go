@@ -12,12 +12,6 @@ import (
 	"github.com/weirstream/weir/statestore"
 )
 
-// ErrSuppressBufferFull is wrapped by the error of a Suppress whose buffer,
-// set to ShutDownWhenFull, went over its bound. It wraps
-// processor.ErrStop: the application stops whatever its bad-record policy,
-// as Kafka Streams' shutDownWhenFull stops the instance.
-var ErrSuppressBufferFull = fmt.Errorf("topology: suppression buffer full: %w", processor.ErrStop)
-
 // Suppression says which updates of a table Suppress holds back, and for
 // how long: UntilTimeLimit or UntilWindowCloses (Kafka Streams'
 // Suppressed).

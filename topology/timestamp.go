@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -63,10 +62,6 @@ func LogAndSkipOnInvalidTimestamp() Option {
 func UsePartitionTimeOnInvalidTimestamp() Option {
 	return func(c *config) { c.timestamp = processor.TimestampFunc(recordTimeOrPartitionTime) }
 }
-
-// ErrNoPartitionTime is the error of UsePartitionTimeOnInvalidTimestamp for
-// an invalid timestamp in a partition that has no time yet.
-var ErrNoPartitionTime = errors.New("topology: invalid record timestamp and no partition time yet")
 
 func recordTimeOrSkip(_, _ any, recordTime, _ time.Time) (time.Time, error) {
 	return recordTime, nil // an invalid time drops the record
