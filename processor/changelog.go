@@ -122,6 +122,9 @@ type pendingChangelog struct {
 	partition int32
 	index     map[string]int
 	recs      []pendingChange
+	// putsFirst flushes the puts before the deletes (session stores: see
+	// flushOrder).
+	putsFirst bool
 }
 
 type pendingChange struct {
@@ -129,8 +132,34 @@ type pendingChange struct {
 	ts         int64 // ms
 }
 
-func newPendingChangelog(topic string, partition int32) *pendingChangelog {
-	return &pendingChangelog{topic: topic, partition: partition, index: map[string]int{}}
+func newPendingChangelog(topic string, partition int32, kind statestore.Kind) *pendingChangelog {
+	return &pendingChangelog{topic: topic, partition: partition, index: map[string]int{}, putsFirst: kind == statestore.KindSession}
+}
+
+// flushOrder returns the records in the order a flush emits them: the
+// order keys were first changed, but a session store's puts go before its
+// deletes. A flush may land in part — at-least-once, a member crashed or
+// stalled past its session timeout while sending it — and the next owner
+// restores what landed, then processes the flush's inputs again from the
+// committed offsets. A session merge is a put of the merged session and
+// deletes of the sessions it merged, under other keys; deletes first, a
+// part could hold them without the put, and the key's aggregate was lost
+// (the replay folded into an empty session). Puts first, a part holds
+// the merged session, perhaps beside sessions it contains, which the
+// aggregation knows for leftovers of the merge (topology's sessionAgg).
+func (p *pendingChangelog) flushOrder() []pendingChange {
+	if !p.putsFirst {
+		return p.recs
+	}
+	out := make([]pendingChange, 0, len(p.recs))
+	for _, del := range []bool{false, true} {
+		for _, c := range p.recs {
+			if (c.value == nil) == del {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // add records key's latest value (nil: deleted); key and value are copied,
@@ -156,14 +185,15 @@ func (p *pendingChangelog) reset() {
 // FlushChangelog emits, with TaskConfig.CoalesceChangelog, one changelog
 // record per key each logged store changed since the previous flush,
 // carrying the key's latest value: the changelog then ends with the
-// store's contents, as with a record per write. Engines call it before
+// store's contents, as with a record per write. A session store's puts
+// go before its deletes (see pendingChangelog.flushOrder). Engines call it before
 // every commit. Without CoalesceChangelog there is nothing to flush. On an
 // Emit error every record stays pending (sending one again is harmless: it
 // carries the same latest value) and the error is returned;
 // DiscardChangelog drops them when the epoch or batch is abandoned.
 func (t *Task) FlushChangelog() error {
 	for _, p := range t.pending {
-		for _, c := range p.recs {
+		for _, c := range p.flushOrder() {
 			err := t.cfg.Emit(Output{
 				Topic: p.topic, Partition: p.partition, Key: c.key, Value: c.value,
 				Timestamp: time.UnixMilli(c.ts), Kind: OutputChangelog,

@@ -121,7 +121,7 @@ func NewTask(g *Graph, cfg TaskConfig) (*Task, error) {
 			return nil, fmt.Errorf("processor: task %s: open store %q: %w", cfg.ID, spec.Name, err)
 		}
 		if spec.Logged {
-			s, err = newLogged(s, t.changelogEmitter(spec.Name))
+			s, err = newLogged(s, t.changelogEmitter(spec.Name, spec.Kind))
 			if err != nil {
 				return nil, err
 			}
@@ -332,10 +332,10 @@ func (t *Task) emit(n *node, r untyped) error {
 }
 
 // changelogEmitter returns the function a logged store calls on each change.
-func (t *Task) changelogEmitter(store string) func(key, value []byte) error {
+func (t *Task) changelogEmitter(store string, kind statestore.Kind) func(key, value []byte) error {
 	topic := ChangelogTopic(store).Resolve(t.cfg.ApplicationID)
 	if t.cfg.CoalesceChangelog {
-		pc := newPendingChangelog(topic, t.cfg.ID.Partition)
+		pc := newPendingChangelog(topic, t.cfg.ID.Partition, kind)
 		t.pending = append(t.pending, pc)
 		return func(key, value []byte) error {
 			pc.add(key, value, t.changelogTime())
