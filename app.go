@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 
 	"github.com/weirstream/weir/continuous"
@@ -17,7 +16,6 @@ import (
 	"github.com/weirstream/weir/internal/query"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/microbatch"
-	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/topology"
 )
 
@@ -186,9 +184,9 @@ func (a *App) runEngine(ctx context.Context, rt *runtime.Runtime, txnID string) 
 			return err
 		}
 	}
-	wlog, err := offsets.Open(filepath.Join(a.cfg.stateDir, "offsets"), offsets.Options{Logger: a.cfg.logger})
+	wlog, err := a.openWAL(ctx)
 	if err != nil {
-		return fmt.Errorf("write-ahead log in %s (a second instance on this machine needs its own WithStateDir): %w", a.cfg.stateDir, err)
+		return err
 	}
 	defer wlog.Close()
 	wal, err := wlog.Namespace(a.cfg.applicationID)

@@ -284,7 +284,15 @@ func joinHooks(a, b runtime.Hooks) runtime.Hooks {
 			}
 		},
 		CommitDeferred: func(err error) { call1(a.CommitDeferred, err); call1(b.CommitDeferred, err) },
-		Failing:        func(err error) { call1(a.Failing, err); call1(b.Failing, err) },
+		StateRebuilt: func(what, reason string) {
+			if a.StateRebuilt != nil {
+				a.StateRebuilt(what, reason)
+			}
+			if b.StateRebuilt != nil {
+				b.StateRebuilt(what, reason)
+			}
+		},
+		Failing: func(err error) { call1(a.Failing, err); call1(b.Failing, err) },
 		Phase: func(phase string, took time.Duration) {
 			if a.Phase != nil {
 				a.Phase(phase, took)
