@@ -136,4 +136,3 @@ func TestSetAsideKeeps(t *testing.T) {
 }
 
 func timeAt(s int) time.Time { return time.Date(2026, 1, 1, 0, 0, s, 0, time.UTC) }
-
