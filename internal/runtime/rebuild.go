@@ -43,8 +43,8 @@ func (r *Runtime) openStoresOrRebuild(dir string, opts badgerstore.Options) (*ba
 		return db, err
 	}
 	if name, ok := r.unloggedStore(); ok {
-		return nil, fmt.Errorf("runtime: state stores damaged (%s, file %s in %s: %v) and store %q has no changelog to rebuild it from; "+
-			"move %s aside to start its stores empty", d.Reason, orUnnamed(d.File), dir, d.Err, name, dir)
+		return nil, &unrebuildable{fmt.Errorf("runtime: state stores damaged: %s in %s, file %s: %v; store %q has no changelog to rebuild it from: "+
+			"move %s aside to start every store empty", d.Reason, dir, orUnnamed(d.File), d.Err, name, dir)}
 	}
 	aside, serr := statedir.SetAside(dir, time.Now(), statedir.Keep)
 	if serr != nil {
@@ -74,6 +74,10 @@ func (r *Runtime) unloggedStore() (string, bool) {
 // storesOpenError is openStores' error: the hint about a second instance
 // only when another process holds the directory's lock.
 func storesOpenError(stateDir string, err error) error {
+	var u *unrebuildable
+	if errors.As(err, &u) {
+		return u.error
+	}
 	if statedir.Locked(err) {
 		return fmt.Errorf("runtime: state stores in %s are in use by another process (a second instance on this machine needs its own state dir): %w", stateDir, err)
 	}
@@ -86,3 +90,7 @@ func orUnnamed(file string) string {
 	}
 	return file
 }
+
+// unrebuildable is a damage openStoresOrRebuild cannot rebuild; its message
+// is complete.
+type unrebuildable struct{ error }

@@ -103,6 +103,9 @@ var notDamage = []error{
 // fileRE finds the file a Badger error names.
 var fileRE = regexp.MustCompile(`[^\s"':]*(?:\.sst|\.vlog|\.mem|MANIFEST|KEYREGISTRY|DISCARD)\b`)
 
+// tableRE finds the table a Badger error names by number only.
+var tableRE = regexp.MustCompile(`for table (\d+)`)
+
 // Classify returns why err, an error opening or reading a Badger
 // directory, is damage, and "" if it is not (see the package doc). ctxErr
 // errors, locks and the causes a new directory would not cure are not
@@ -157,6 +160,9 @@ func NewDamage(dir string, err error) *Damage {
 func fileOf(err error) string {
 	if m := fileRE.FindString(err.Error()); m != "" {
 		return filepath.Base(m)
+	}
+	if m := tableRE.FindStringSubmatch(err.Error()); m != nil {
+		return fmt.Sprintf("%06s.sst", m[1])
 	}
 	if strings.Contains(strings.ToLower(err.Error()), "manifest") {
 		return "MANIFEST"

@@ -12,12 +12,13 @@ import (
 )
 
 // CheckTables opens every table file (.sst) in dir read-only and checks
-// its checksums, before Badger opens the directory. Badger opens its
+// its checksums, before Badger opens the directory; compression is the
+// one the directory is opened with. Badger opens its
 // tables in goroutines of its own, where a panic on a damaged file (one
 // cut short, say) cannot be recovered and ends the process; opened here,
 // one at a time in the caller's goroutine, such a file is a *Damage
 // naming it. A directory that does not exist has no tables.
-func CheckTables(dir string) error {
+func CheckTables(dir string, compression options.CompressionType) error {
 	entries, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
 		return nil
@@ -34,9 +35,14 @@ func CheckTables(dir string) error {
 		// uncompressed tables, another program's may be compressed (and
 		// are refused later, by their format key, as foreign).
 		var err error
-		for _, c := range []options.CompressionType{options.None, options.Snappy, options.ZSTD} {
-			if _, err = Protect(func() (struct{}, error) { return struct{}{}, checkTable(path, c) }); err == nil {
+		for i, c := range append([]options.CompressionType{compression}, options.None, options.Snappy, options.ZSTD) {
+			_, cerr := Protect(func() (struct{}, error) { return struct{}{}, checkTable(path, c) })
+			if cerr == nil {
+				err = nil
 				break
+			}
+			if i == 0 {
+				err = cerr // the cause under the directory's own compression
 			}
 		}
 		if err != nil {

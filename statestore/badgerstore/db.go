@@ -132,7 +132,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	// Badger panics on some damaged tables (one cut short, say), in
 	// goroutines of its own: each table is opened and its checksums
 	// checked here first, where a panic is recovered as damage.
-	if err := statedir.CheckTables(dir); err != nil {
+	if err := statedir.CheckTables(dir, options.None); err != nil {
 		return fail(err)
 	}
 	bdb, err := statedir.Protect(func() (*badger.DB, error) { return badger.Open(badgerOptions(dir, opts, logger)) })
