@@ -130,7 +130,7 @@ func (a *App) run(ctx context.Context) error {
 		ApplicationID: a.cfg.applicationID, Graph: a.topo.Graph(), Kafka: a.cfg.kafkaConfig(),
 		Logger: a.cfg.logger, BadRecords: a.cfg.badRecords.runtime(), Clock: a.cfg.clock,
 		SessionTimeout: a.cfg.sessionTimeout, HeartbeatInterval: a.cfg.heartbeatInterval,
-		InstanceID: a.cfg.instanceID, StateDir: a.cfg.stateDir, StagingLimit: a.cfg.stagingLimit,
+		InstanceID: a.cfg.instanceID, StateDir: a.cfg.stateDir, StagingLimit: a.cfg.stagingLimit, MinFreeDisk: a.cfg.minFreeDisk,
 		CacheMaxBytes: a.cfg.cacheMaxBytes, Standbys: a.cfg.standbys, Hooks: joinHooks(a.metrics.Hooks(), a.state.hooks()),
 		InternalTopics:  runtime.TopicSettings{ReplicationFactor: a.cfg.replication, Config: a.cfg.topicConfig},
 		CreateSinks:     a.cfg.createSinks,

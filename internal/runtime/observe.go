@@ -50,6 +50,10 @@ type Hooks struct {
 	// to be rebuilt: what (StoresRebuilt, WALRebuilt) and the damage's
 	// reason (the statedir.Reason* names).
 	StateRebuilt func(what, reason string)
+	// DiskFull is called with an error wrapping ErrDiskFull when the
+	// engines pause for the state volume's free space, and with nil when
+	// they resume (WaitForDisk).
+	DiskFull func(err error)
 	// Phase is called with how long one phase of an epoch end or a batch
 	// commit took (the Phase* names).
 	Phase func(phase string, took time.Duration)

@@ -233,6 +233,11 @@ func (e *Engine) session(ctx context.Context) (bool, error) {
 	if err := e.readGroupTargets(ctx); err != nil {
 		return false, err
 	}
+	// A volume nearly full takes no batch (runtime.WaitForDisk): Badger's
+	// writes must not run past its end.
+	if err := e.rt.WaitForDisk(ctx); err != nil {
+		return false, nil // ctx ended
+	}
 	replayed, err := e.recover(ctx, e.snapshot())
 	if err != nil {
 		return false, err
@@ -246,6 +251,9 @@ func (e *Engine) session(ctx context.Context) (bool, error) {
 				e.sleep(ctx, d)
 				continue
 			}
+		}
+		if err := e.rt.WaitForDisk(ctx); err != nil {
+			return false, nil // ctx ended
 		}
 		srcs := e.snapshot()
 		plan, err := e.plan(ctx, srcs)
