@@ -196,3 +196,31 @@ func TestDamagedStateWithAnUnloggedStoreFails(t *testing.T) {
 		require.DirExists(t, filepath.Join(stateDir, "stores"), "left where it is")
 	})
 }
+
+// A state dir left by another application id is set aside, not used: its
+// checkpoints are offsets in the other application's changelogs.
+func TestStateDirOfAnotherApplicationIsSetAside(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+		kafkatest.CreateTopic(t, env, in, 2)
+		kafkatest.CreateTopic(t, env, out, 2)
+		topo := wordCountTopology(t, in, out)
+		stateDir := t.TempDir()
+		want := map[string]int64{}
+		produceLines(t, env, in, 0, 200, []string{"a", "b", "c"}, want)
+		inst := startInstance(t, topo, env, kafkatest.GroupID(t), weir.WithStateDir(stateDir))
+		waitForCounts(t, env, out, want)
+		require.NoError(t, inst.stop(t))
+
+		out2 := kafkatest.Topic(t)
+		kafkatest.CreateTopic(t, env, out2, 2)
+		var logs lockedBuffer
+		logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		inst = startInstance(t, wordCountTopology(t, in, out2), env, kafkatest.GroupID(t)+"-other",
+			weir.WithStateDir(stateDir), weir.WithLogger(logger))
+		requireExact(t, want, waitForCounts(t, env, out2, want))
+		require.NoError(t, inst.stop(t))
+		require.Contains(t, logs.String(), "cause=foreign")
+		require.Contains(t, logs.String(), "file=WEIR-APPLICATION")
+	})
+}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -37,7 +38,7 @@ const (
 // openStoresOrRebuild opens the store database in dir, or sets it aside
 // and opens a new one if it is damaged and every store is logged.
 func (r *Runtime) openStoresOrRebuild(dir string, opts badgerstore.Options) (*badgerstore.DB, error) {
-	db, err := badgerstore.Open(dir, opts)
+	db, err := r.openOwnStores(dir, opts)
 	var d *statedir.Damage
 	if err == nil || !errors.As(err, &d) {
 		return db, err
@@ -55,7 +56,32 @@ func (r *Runtime) openStoresOrRebuild(dir string, opts badgerstore.Options) (*ba
 	if h := r.cfg.Hooks.StateRebuilt; h != nil {
 		h(StoresRebuilt, d.Reason)
 	}
-	return badgerstore.Open(dir, opts)
+	return r.openOwnStores(dir, opts)
+}
+
+// appFile, in the store database's directory, holds the application id
+// whose stores it holds: a checkpoint is an offset in that application's
+// changelogs, meaningless in another's.
+const appFile = "WEIR-APPLICATION"
+
+// openOwnStores opens the store database in dir, a *statedir.Damage if it
+// holds another application id's stores, and marks a new or unmarked one
+// as this application's.
+func (r *Runtime) openOwnStores(dir string, opts badgerstore.Options) (*badgerstore.DB, error) {
+	path := filepath.Join(dir, appFile)
+	id, err := os.ReadFile(path)
+	if err == nil && string(id) != r.cfg.ApplicationID {
+		return nil, fmt.Errorf("runtime: %w", &statedir.Damage{Dir: dir, File: appFile, Reason: statedir.ReasonForeign,
+			Err: fmt.Errorf("the stores of application %q, not %q", id, r.cfg.ApplicationID)})
+	}
+	db, oerr := badgerstore.Open(dir, opts)
+	if oerr != nil || err == nil {
+		return db, oerr
+	}
+	if werr := os.WriteFile(path, []byte(r.cfg.ApplicationID), 0o644); werr != nil {
+		return nil, errors.Join(fmt.Errorf("runtime: mark %s: %w", dir, werr), db.Close())
+	}
+	return db, nil
 }
 
 // unloggedStore returns the name of a store of the topology without a
