@@ -1,7 +1,9 @@
 package statedir
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 )
 
@@ -13,4 +15,11 @@ func Free(dir string) (uint64, error) {
 		return 0, fmt.Errorf("statedir: free space of %s: %w", dir, err)
 	}
 	return st.Bavail * uint64(st.Bsize), nil
+}
+
+// NoSpace reports a write that failed for a full volume (ENOSPC, or
+// Badger's wrapping of it that lost the errno).
+func NoSpace(err error) bool {
+	return err != nil && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) ||
+		strings.Contains(err.Error(), "no space left on device"))
 }
