@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 
 	"github.com/weirstream/weir/continuous"
@@ -17,7 +16,6 @@ import (
 	"github.com/weirstream/weir/internal/query"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/microbatch"
-	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/topology"
 )
 
@@ -123,7 +121,7 @@ func (a *App) run(ctx context.Context) error {
 		ApplicationID: a.cfg.applicationID, Graph: a.topo.Graph(), Kafka: a.cfg.kafkaConfig(),
 		Logger: a.cfg.logger, BadRecords: a.cfg.badRecords.runtime(), Clock: a.cfg.clock,
 		SessionTimeout: a.cfg.sessionTimeout, HeartbeatInterval: a.cfg.heartbeatInterval,
-		InstanceID: a.cfg.instanceID, StateDir: a.cfg.stateDir, StagingLimit: a.cfg.stagingLimit,
+		InstanceID: a.cfg.instanceID, StateDir: a.cfg.stateDir, StagingLimit: a.cfg.stagingLimit, MinFreeDisk: a.cfg.minFreeDisk,
 		CacheMaxBytes: a.cfg.cacheMaxBytes, Standbys: a.cfg.standbys, Hooks: joinHooks(a.metrics.Hooks(), a.state.hooks()),
 		InternalTopics:  runtime.TopicSettings{ReplicationFactor: a.cfg.replication, Config: a.cfg.topicConfig},
 		CreateSinks:     a.cfg.createSinks,
@@ -177,9 +175,9 @@ func (a *App) runEngine(ctx context.Context, rt *runtime.Runtime, txnID string) 
 			return err
 		}
 	}
-	wlog, err := offsets.Open(filepath.Join(a.cfg.stateDir, "offsets"), offsets.Options{Logger: a.cfg.logger})
+	wlog, err := a.openWAL(ctx)
 	if err != nil {
-		return fmt.Errorf("write-ahead log in %s (a second instance on this machine needs its own WithStateDir): %w", a.cfg.stateDir, err)
+		return err
 	}
 	defer wlog.Close()
 	wal, err := wlog.Namespace(a.cfg.applicationID)

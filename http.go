@@ -217,6 +217,9 @@ func (a *App) health(rt *runtime.Runtime) query.Health {
 		h.Reason = "restoring state stores"
 	case Retrying:
 		h.Reason = "the last epoch or batch did not commit; retrying"
+		if errors.Is(st.Err, runtime.ErrDiskFull) {
+			h.Reason = "disk full: processing paused until the state volume has room"
+		}
 	case Failed:
 		h.Reason = "failed"
 	case Stopped:

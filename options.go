@@ -61,6 +61,7 @@ type config struct {
 	clock             func() time.Time
 	microBatch        microbatch.Config
 	stagingLimit      int64
+	minFreeDisk       int64 // see WithMinFreeDisk
 	cacheMaxBytes     int64
 	standbys          bool
 	httpOn            bool

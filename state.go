@@ -243,6 +243,13 @@ func (st *stateTracker) hooks() runtime.Hooks {
 		CommitDeferred: func(err error) { st.set(Retrying, err) },
 		Progressed:     func() { st.setIf(Running, Retrying, Rebalancing, Starting) },
 		Failing:        func(err error) { st.set(Failed, err) },
+		DiskFull: func(err error) {
+			if err != nil {
+				st.set(Retrying, err)
+			} else {
+				st.setIf(Running, Retrying)
+			}
+		},
 	}
 }
 
@@ -284,7 +291,16 @@ func joinHooks(a, b runtime.Hooks) runtime.Hooks {
 			}
 		},
 		CommitDeferred: func(err error) { call1(a.CommitDeferred, err); call1(b.CommitDeferred, err) },
-		Failing:        func(err error) { call1(a.Failing, err); call1(b.Failing, err) },
+		DiskFull:       func(err error) { call1(a.DiskFull, err); call1(b.DiskFull, err) },
+		StateRebuilt: func(what, reason string) {
+			if a.StateRebuilt != nil {
+				a.StateRebuilt(what, reason)
+			}
+			if b.StateRebuilt != nil {
+				b.StateRebuilt(what, reason)
+			}
+		},
+		Failing: func(err error) { call1(a.Failing, err); call1(b.Failing, err) },
 		Phase: func(phase string, took time.Duration) {
 			if a.Phase != nil {
 				a.Phase(phase, took)

@@ -71,4 +71,10 @@
 // ranges and batch id. ForEachBatch is outside the transaction: it is called
 // before the commit and again on a replay, so it still needs to write
 // idempotently by batch id.
+//
+// The write-ahead log is a cache too: one Badger cannot open or read is
+// set aside at start and a new one opened, which numbers its batches from
+// the Unix millisecond time, so an id is never given again to other
+// records. A plan it held is then not replayed with its id: the records
+// are planned afresh under a new one (see package offsets, "A lost log").
 package microbatch

@@ -57,6 +57,38 @@
 // again). A late commit from the old owner fails, because its offsets carry
 // the consumer group generation it was assigned the partition in (KIP-447).
 //
+// # A lost log
+//
+// The log is a cache of what Kafka already knows, so a log that cannot be
+// opened or read (Open's error wraps ErrDamaged: a checksum, a file cut
+// short or gone, an unreadable MANIFEST) is set aside and a new, empty one
+// opened; weir does it at start, with a WARN naming the file and the cause.
+// With no pending plan, recovery plans the next batch from the committed
+// offsets, which is what each guarantee needs:
+//
+//   - Exactly-once: the committed offsets move only inside a batch's
+//     transaction, together with its output and changelog records. A
+//     batch that committed is after them; one that did not left neither
+//     output nor offsets, so its records are read again. What the lost
+//     plan adds — the same ranges, batch time and watermark on a replay —
+//     is not needed for exactly-once output: the replay is planned afresh
+//     (its ranges may be cut differently, its batch time is new), and its
+//     records' output still commits once.
+//   - At-least-once: the records after the committed offsets are processed
+//     again, as after any crash.
+//   - ForEachBatch: a sink writing idempotently by batch id must never see
+//     an id again for other records. A new log would number batches from
+//     zero, so weir first writes into it an empty, committed batch
+//     numbered with the Unix millisecond time (trigger "wal-rebuilt"),
+//     above any id a log can have reached, and numbers batches after it.
+//     The replayed batch is not the lost plan's id: a sink that upserts
+//     by batch id keeps the lost batch's rows, if it wrote them, beside
+//     the replay's — as it would after the partition moved to another
+//     instance.
+//
+// The continuous-mode epoch log only records progress; a new one starts
+// with the next epoch.
+//
 // Continuous mode appends an Epoch after each epoch's Kafka commit
 // succeeded (a write-after log, not a write-ahead one): it records
 // progress for inspection and restarts, and Kafka's committed offsets stay

@@ -1,6 +1,10 @@
 package offsets
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/weirstream/weir/internal/statedir"
+)
 
 // ErrCorrupt is wrapped by every error a decoder returns for bytes that are
 // not a valid record: an unknown format version, truncated input, trailing
@@ -29,3 +33,9 @@ var ErrNoPlan = errors.New("offsets: no plan for batch")
 // ErrClosed is returned by every operation on a closed Log and on the WALs
 // it handed out. Close itself returns nil when called again.
 var ErrClosed = errors.New("offsets: closed")
+
+// ErrDamaged is wrapped by Open's error for a directory Badger cannot open
+// or read (see Open). The log can be rebuilt from Kafka's committed
+// offsets: weir sets the directory aside and opens a new one (see the
+// package documentation, "A lost log").
+var ErrDamaged = statedir.ErrDamaged

@@ -12,6 +12,7 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/weirstream/weir/internal/badgerlog"
+	"github.com/weirstream/weir/internal/statedir"
 )
 
 // DefaultRetain is how many batches and epochs a namespace keeps when
@@ -53,7 +54,11 @@ type Log struct {
 
 // Open opens or creates the log in dir. Every write is synced to disk
 // before it returns. Opening a directory that holds a Badger database of
-// another kind fails with an error wrapping ErrCorrupt.
+// another kind fails with an error wrapping ErrCorrupt and ErrDamaged; one
+// Badger cannot open or read (a checksum, a file cut short or gone, an
+// unreadable MANIFEST, a panic inside Badger), with an error wrapping
+// ErrDamaged that names the directory, the file and the cause. Open
+// checks every record's checksum.
 func Open(dir string, opts Options) (*Log, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("%w: empty directory", ErrInvalid)
@@ -69,13 +74,30 @@ func Open(dir string, opts Options) (*Log, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	db, err := badger.Open(badgerOptions(dir, logger.With("component", "offsets", "dir", dir)))
-	if err != nil {
+	fail := func(err error) (*Log, error) {
+		if d := statedir.NewDamage(dir, err); d != nil {
+			err = d
+		}
 		return nil, fmt.Errorf("offsets: open %s: %w", dir, err)
 	}
-	if err := checkFormat(db); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("offsets: open %s: %w", dir, err)
+	// Badger panics on some damaged tables (one cut short, say), in
+	// goroutines of its own: each table is opened and its checksums
+	// checked here first, where a panic is recovered as damage.
+	if err := statedir.CheckTables(dir, options.None); err != nil {
+		return fail(err)
+	}
+	db, err := statedir.Protect(func() (*badger.DB, error) {
+		return badger.Open(badgerOptions(dir, logger.With("component", "offsets", "dir", dir)))
+	})
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := statedir.Protect(func() (struct{}, error) { return struct{}{}, checkLog(db) }); err != nil {
+		_, _ = statedir.Protect(func() (struct{}, error) { return struct{}{}, db.Close() })
+		if errors.Is(err, ErrCorrupt) {
+			err = &statedir.Damage{Dir: dir, Reason: statedir.ReasonForeign, Err: err}
+		}
+		return fail(err)
 	}
 	return &Log{db: db, dir: dir, retain: retain, wals: make(map[string]*WAL)}, nil
 }
@@ -111,6 +133,25 @@ func badgerOptions(dir string, logger *slog.Logger) badger.Options {
 		WithDetectConflicts(false).
 		// Badger's expvar metrics are process-global; weir reports its own.
 		WithMetricsEnabled(false)
+}
+
+// checkLog checks the format (checkFormat) and that every record reads: the log holds a few hundred small records, and
+// a damaged one found here is set aside at start instead of failing a
+// batch's recovery.
+func checkLog(db *badger.DB) error {
+	if err := checkFormat(db); err != nil {
+		return err
+	}
+	return db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if _, err := it.Item().ValueCopy(nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // checkFormat marks an empty database as an offsets log, and refuses a

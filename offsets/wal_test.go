@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/stretchr/testify/require"
+
+	"github.com/weirstream/weir/internal/statedir/damagetest"
 )
 
 var ctx = context.Background()
@@ -647,4 +650,27 @@ func TestDeleteBeforeBudgetAndLowMark(t *testing.T) {
 	require.Equal(t, int64(7), w3.lowOffsets.load())
 	require.Equal(t, int64(7), w3.lowCommits.load())
 	require.Equal(t, int64(7), w3.lowEpochs.load())
+}
+
+// A damaged log is ErrDamaged, naming the file, never a panic; each kind
+// of damage.
+func TestOpenDamaged(t *testing.T) {
+	for _, kind := range damagetest.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "offsets")
+			l, err := Open(dir, Options{Logger: slog.New(slog.DiscardHandler)})
+			require.NoError(t, err)
+			w, err := l.Namespace("app")
+			require.NoError(t, err)
+			for i := range int64(50) {
+				require.NoError(t, w.AppendEpoch(ctx, Epoch{Epoch: i}))
+			}
+			require.NoError(t, l.Close())
+			_, err = damagetest.Damage(dir, kind, 3)
+			require.NoError(t, err)
+			_, err = Open(dir, Options{Logger: slog.New(slog.DiscardHandler)})
+			require.ErrorIs(t, err, ErrDamaged)
+			require.ErrorContains(t, err, dir)
+		})
+	}
 }

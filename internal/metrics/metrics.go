@@ -47,6 +47,7 @@ type Metrics struct {
 	rewinds    *prometheus.CounterVec
 	deferred   prometheus.Counter
 	state      *prometheus.GaugeVec
+	rebuilt    *prometheus.CounterVec
 }
 
 // States are the values of the state label of weir_state, in the order the
@@ -90,6 +91,10 @@ func New(application, mode, guarantee string) *Metrics {
 		Namespace: "weir", Name: "deferred_commits_total", ConstLabels: labels,
 		Help: "At-least-once offset commits that failed after the outputs were acknowledged; the next commit carried them.",
 	})
+	m.rebuilt = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "weir", Name: "state_rebuilt_total", ConstLabels: labels,
+		Help: "Damaged state directories set aside and rebuilt, by what (stores: from the changelogs; wal: the micro-batch write-ahead log, from the committed offsets) and reason (checksum, truncated, manifest, missing, foreign, panic, marked, unreadable).",
+	}, []string{"what", "reason"})
 	m.state = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "weir", Name: "state", ConstLabels: labels,
 		Help: "The application's state: 1 for the current one (created, starting, rebalancing, restoring, running, retrying, stopped, failed), 0 for the others.",
@@ -108,7 +113,7 @@ func New(application, mode, guarantee string) *Metrics {
 			})
 	}
 	m.reg.MustRegister(
-		m.commits, m.phases, m.rebalances, m.aborted, m.rewinds, m.deferred, m.state,
+		m.commits, m.phases, m.rebalances, m.aborted, m.rewinds, m.deferred, m.state, m.rebuilt,
 		counter("records_in_total", "Input records handed to tasks.", func(s *runtime.Stats) int64 { return s.RecordsIn.Load() }),
 		counter("records_out_total", "Records written: outputs, repartition and changelog records.", func(s *runtime.Stats) int64 { return s.RecordsOut.Load() }),
 		counter("dead_lettered_total", "Bad records written to dead-letter topics.", func(s *runtime.Stats) int64 { return s.DeadLetter.Load() }),
@@ -170,8 +175,12 @@ func (m *Metrics) Hooks() runtime.Hooks {
 			}
 		},
 		CommitDeferred: func(error) { m.deferred.Inc() },
+		StateRebuilt:   m.StateRebuilt,
 	}
 }
+
+// StateRebuilt counts a damaged state directory set aside and rebuilt.
+func (m *Metrics) StateRebuilt(what, reason string) { m.rebuilt.WithLabelValues(what, reason).Inc() }
 
 // SetState makes state the one weir_state reports.
 func (m *Metrics) SetState(state string) {

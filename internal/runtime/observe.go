@@ -46,6 +46,14 @@ type Hooks struct {
 	// the application (an output no retry delivers), before the engine
 	// has wound down and returned it.
 	Failing func(err error)
+	// StateRebuilt is called when a damaged state directory was set aside
+	// to be rebuilt: what (StoresRebuilt, WALRebuilt) and the damage's
+	// reason (the statedir.Reason* names).
+	StateRebuilt func(what, reason string)
+	// DiskFull is called with an error wrapping ErrDiskFull when the
+	// engines pause for the state volume's free space, and with nil when
+	// they resume (WaitForDisk).
+	DiskFull func(err error)
 	// Phase is called with how long one phase of an epoch end or a batch
 	// commit took (the Phase* names).
 	Phase func(phase string, took time.Duration)

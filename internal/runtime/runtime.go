@@ -42,6 +42,13 @@ type Config struct {
 	// StagingLimit bounds the bytes one store of one task stages per epoch
 	// or batch (DefaultStagingLimit when zero).
 	StagingLimit int64
+	// MinFreeDisk is the state volume's free space, in bytes, below which
+	// the engines stop taking work until it returns (WaitForDisk):
+	// DefaultMinFreeDisk when zero, never when negative.
+	MinFreeDisk int64
+	// FreeSpace, when set, replaces the state volume's free space as
+	// statfs reports it (tests).
+	FreeSpace func() (uint64, error)
 	// CacheMaxBytes, when positive, turns the record caches of the DSL
 	// aggregations on, sharing this many bytes (see tasks.go).
 	CacheMaxBytes int64

@@ -25,11 +25,12 @@ const DefaultStagingLimit = 64 << 20
 // one that aborts drops them — nothing is wiped, nothing restored. Badger,
 // and so an interactive query, only ever holds committed state.
 
-// openStores opens the instance's store database.
+// openStores opens the instance's store database, rebuilt if damaged
+// (rebuild.go).
 func (r *Runtime) openStores() error {
-	db, err := badgerstore.Open(filepath.Join(r.cfg.StateDir, "stores"), badgerstore.Options{Logger: r.log})
+	db, err := r.openStoresOrRebuild(filepath.Join(r.cfg.StateDir, "stores"), badgerstore.Options{Logger: r.log})
 	if err != nil {
-		return fmt.Errorf("runtime: state stores in %s (a second instance on this machine needs its own state dir): %w", r.cfg.StateDir, err)
+		return storesOpenError(r.cfg.StateDir, err)
 	}
 	r.db = db
 	return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/weirstream/weir/internal/badgerlog"
+	"github.com/weirstream/weir/internal/statedir"
 	"github.com/weirstream/weir/statestore"
 )
 
@@ -36,6 +37,18 @@ var ErrReadOnly = errors.New("badgerstore: database is read-only")
 // something this package did not write: another layout version, or a key or
 // value it cannot decode.
 var ErrCorrupt = errors.New("badgerstore: corrupt database")
+
+// ErrDamaged is wrapped by Open's error for a directory Badger cannot open
+// or read: a checksum that does not match, a file cut short, an unreadable
+// MANIFEST, a file the MANIFEST names gone, a database of another program
+// or layout version (then ErrCorrupt too), a panic inside Badger, or a
+// directory a previous run marked damaged (a read failed its checksum or
+// panicked). The error names the directory, the file where Badger named
+// one, and the cause. Such a directory holds nothing a changelog cannot
+// rebuild: weir sets it aside and opens a new one. A directory locked by
+// another process, unreadable for its permissions or on a full volume is
+// not damaged, and Open's error does not wrap ErrDamaged.
+var ErrDamaged = statedir.ErrDamaged
 
 // Options configure Open. The zero value is ready to use.
 type Options struct {
@@ -91,9 +104,10 @@ type DB struct {
 	cache *rowCache // see Options.ReadCacheBytes
 }
 
-// Open opens or creates the database in dir. Opening a directory that holds
-// a Badger database of another kind fails with an error wrapping
-// ErrCorrupt.
+// Open opens or creates the database in dir, and checks the checksums of
+// every table in it. Opening a directory that holds a Badger database of
+// another kind fails with an error wrapping ErrCorrupt and ErrDamaged; one
+// Badger cannot open or read, with an error wrapping ErrDamaged.
 func Open(dir string, opts Options) (*DB, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("%w: empty directory", ErrInvalid)
@@ -106,13 +120,34 @@ func Open(dir string, opts Options) (*DB, error) {
 		logger = slog.Default()
 	}
 	logger = logger.With("component", "badgerstore", "dir", dir)
-	bdb, err := badger.Open(badgerOptions(dir, opts, logger))
-	if err != nil {
+	fail := func(err error) (*DB, error) {
+		if d := statedir.NewDamage(dir, err); d != nil {
+			err = d
+		}
 		return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
 	}
-	if err := checkFormat(bdb, opts.ReadOnly); err != nil {
-		_ = bdb.Close()
-		return nil, fmt.Errorf("badgerstore: open %s: %w", dir, err)
+	if d := statedir.Marked(dir); d != nil && !opts.ReadOnly {
+		return fail(d)
+	}
+	// Badger panics on some damaged tables (one cut short, say), in
+	// goroutines of its own: each table is opened and its checksums
+	// checked here first, where a panic is recovered as damage.
+	if err := statedir.CheckTables(dir, options.None); err != nil {
+		return fail(err)
+	}
+	bdb, err := statedir.Protect(func() (*badger.DB, error) { return badger.Open(badgerOptions(dir, opts, logger)) })
+	if err != nil {
+		return fail(err)
+	}
+	_, err = statedir.Protect(func() (struct{}, error) {
+		return struct{}{}, checkFormat(bdb, opts.ReadOnly)
+	})
+	if err != nil {
+		_, _ = statedir.Protect(func() (struct{}, error) { return struct{}{}, bdb.Close() })
+		if errors.Is(err, ErrCorrupt) {
+			err = &statedir.Damage{Dir: dir, Reason: statedir.ReasonForeign, Err: err}
+		}
+		return fail(err)
 	}
 	return &DB{
 		bdb:      bdb,
@@ -254,7 +289,32 @@ func (db *DB) view(fn func(txn *badger.Txn) error) error {
 		return err
 	}
 	defer db.release()
-	return db.bdb.View(fn)
+	return db.safeView(fn)
+}
+
+// safeView runs fn in a read transaction, a panic inside Badger recovered
+// as an error, and marks the directory damaged if the read found it so
+// (see checkDamage). The caller holds the database's read lock.
+func (db *DB) safeView(fn func(txn *badger.Txn) error) error {
+	_, err := statedir.Protect(func() (struct{}, error) { return struct{}{}, db.bdb.View(fn) })
+	db.checkDamage(err)
+	return err
+}
+
+// checkDamage marks the directory damaged (statedir.Mark) when a read
+// failed a checksum or panicked inside Badger: the rows can no longer be
+// trusted, and the next Open sets the directory aside to be rebuilt.
+func (db *DB) checkDamage(err error) {
+	if err == nil || db.readOnly {
+		return
+	}
+	if r := statedir.Classify(err); r != statedir.ReasonChecksum && r != statedir.ReasonPanic {
+		return
+	}
+	db.logger.Error("badgerstore: damaged rows read; the next start rebuilds the stores from their changelogs", "err", err)
+	if merr := statedir.Mark(db.dir, err); merr != nil {
+		db.logger.Error("badgerstore: cannot mark the directory damaged", "err", merr)
+	}
 }
 
 // op is one row write: a set, or a delete if del.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/weirstream/weir/internal/statedir"
 	"github.com/weirstream/weir/statestore"
 )
 
@@ -66,7 +67,10 @@ func (c *cursor) step(fn func() (bool, error)) bool {
 		c.end(statestore.ErrClosed)
 		return false
 	}
-	ok, err := fn()
+	// A panic inside Badger (a damaged table) is an error, and marks the
+	// directory damaged (DB.checkDamage).
+	ok, err := statedir.Protect(fn)
+	db.checkDamage(err)
 	if err != nil {
 		err = fmt.Errorf("badgerstore: store %q partition %d: %w", c.store.name, c.store.partition, err)
 	}

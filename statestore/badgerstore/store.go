@@ -60,7 +60,7 @@ func (s *storeBase) read(fn func(txn *badger.Txn) error) error {
 	if s.closed.Load() {
 		return statestore.ErrClosed
 	}
-	return s.wrap(s.db.bdb.View(fn))
+	return s.wrap(s.db.safeView(fn))
 }
 
 // write commits ops (see DB.write).

@@ -14,6 +14,7 @@ import (
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/statedir"
 	"github.com/weirstream/weir/microbatch"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/processor"
@@ -210,6 +211,15 @@ func (e *Engine) loop(ctx context.Context) error {
 		case errors.Is(err, runtime.ErrRewind):
 			e.report(fmt.Errorf("microbatch: rewinding to the committed offsets: %w", err))
 			e.releaseAll()
+		case statedir.NoSpace(err):
+			// A write-ahead log write failed for a full volume: before
+			// the batch ran (its plan), or after its Kafka commit (its
+			// commit record, which recovery writes again). Either way
+			// the next session starts from the committed offsets, once
+			// the volume has room (WaitForDisk), never the process.
+			e.report(fmt.Errorf("microbatch: state volume full; rewinding to the committed offsets: %w", err))
+			e.releaseAll()
+			e.sleep(ctx, time.Second)
 		case err != nil || done:
 			return err
 		}
@@ -233,6 +243,11 @@ func (e *Engine) session(ctx context.Context) (bool, error) {
 	if err := e.readGroupTargets(ctx); err != nil {
 		return false, err
 	}
+	// A volume nearly full takes no batch (runtime.WaitForDisk): Badger's
+	// writes must not run past its end.
+	if err := e.rt.WaitForDisk(ctx); err != nil {
+		return false, nil // ctx ended
+	}
 	replayed, err := e.recover(ctx, e.snapshot())
 	if err != nil {
 		return false, err
@@ -246,6 +261,9 @@ func (e *Engine) session(ctx context.Context) (bool, error) {
 				e.sleep(ctx, d)
 				continue
 			}
+		}
+		if err := e.rt.WaitForDisk(ctx); err != nil {
+			return false, nil // ctx ended
 		}
 		srcs := e.snapshot()
 		plan, err := e.plan(ctx, srcs)

@@ -168,11 +168,28 @@ func (e *Engine) coordinate(ctx context.Context) error {
 			if s == nil {
 				continue
 			}
+			if e.rt.DiskLow() != nil && e.pauseForDisk(ctx) != nil {
+				return e.lastEpoch(ctx)
+			}
 			if err := e.endEpoch(ctx, s, true); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// pauseForDisk stops the claims (the barrier held) while the state
+// volume's free space is below the minimum (runtime.WaitForDisk), and
+// ends no epoch meanwhile: an epoch end writes its state into Badger,
+// whose mmap'd writes past the end of a full volume end the process. The
+// records processed before the pause stay staged, and commit with the
+// next epoch end; under exactly-once a pause longer than the transaction
+// timeout has the broker abort the transaction, and that epoch end
+// rewinds. It returns ctx's error if ctx ends first.
+func (e *Engine) pauseForDisk(ctx context.Context) error {
+	e.barrier.Lock()
+	defer e.barrier.Unlock()
+	return e.rt.WaitForDisk(ctx)
 }
 
 // lastEpoch ends a last epoch after a graceful stop, committing under the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/weirstream/weir/continuous"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/statedir"
 	"github.com/weirstream/weir/offsets"
 )
 
@@ -18,7 +19,8 @@ const epochLogQueue = 256
 // goroutine of its own (runtime.Behind), and then reports their progress:
 // a slow append (the log is synced to disk; a busy disk took up to 0.8 s
 // in the benchmark) delays neither processing nor the next epoch's
-// commit. The first append that fails is kept: the engine returns it at
+// commit. An append that fails for a full volume is skipped, with a
+// WARN. The first append that fails otherwise is kept: the engine returns it at
 // its next epoch end or when Run returns, and later epochs are no longer
 // written (the log only trails Kafka's committed offsets, which stay the
 // truth).
@@ -43,6 +45,13 @@ func (w *epochWriter) add(j epochJob) {
 		err := w.e.rt.Timed(runtime.PhaseEpochLog, &took, func() error {
 			return w.e.cfg.EpochLog.AppendEpoch(context.Background(), j.epoch)
 		})
+		if statedir.NoSpace(err) {
+			// The log trails Kafka's committed offsets, which stay the
+			// truth: an epoch it misses for a full volume is a gap in
+			// what `weir inspect` shows, not a reason to stop.
+			w.e.rt.Logger().Warn("weir: epoch log: volume full; epoch not logged", "epoch", j.epoch.Epoch, "err", err)
+			err = nil
+		}
 		if err != nil {
 			return fmt.Errorf("epoch log: %w", err)
 		}
