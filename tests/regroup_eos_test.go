@@ -17,8 +17,8 @@ import (
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/runtime"
-	"github.com/weirstream/weir/serde"
 	"github.com/weirstream/weir/internal/third_party/kfake"
+	"github.com/weirstream/weir/serde"
 	"github.com/weirstream/weir/topology"
 )
 
