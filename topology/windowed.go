@@ -241,9 +241,10 @@ func (p *windowAgg[K, V, VA]) fixed(ctx processor.Context[any, any], r processor
 		if err != nil {
 			return err
 		}
-		// Out of the store's retention, as the windows written before
-		// this one in the loop may have moved it: the window starts again.
-		if p.w.kind != sliding && p.storeTime >= 0 && start < p.storeTime-p.w.retention().Milliseconds()+1 {
+		// Out of the store's retention (which the windows written before
+		// this one may have moved, as in Kafka Streams): the window starts
+		// again.
+		if start < p.storeRetainedFrom() {
 			var zero VA
 			agg, found = zero, false
 		}

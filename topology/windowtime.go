@@ -38,9 +38,10 @@ import (
 // own time.
 //
 // Expiry (ExpireBefore) is not in the window store's changelog, so a store
-// restored from it may hold windows the restarted one had dropped: every
-// read ignores windows starting before retainedFrom, which is a function
-// of the logged times only.
+// restored from it may hold windows the restarted one had dropped: the
+// reads that make aggregates ignore windows starting before retainedFrom,
+// which is a function of the logged times only. (EmitFinal reads from its
+// logged emit position, past every window expiry has dropped.)
 
 // observedKey is the key of lane's observed time; the store's time is kept
 // under storeTimeKey, as in session stores.
@@ -95,10 +96,7 @@ func (p *windowAgg[K, V, VA]) observe(ts int64) (int64, error) {
 // by the latest close time of any lane.
 func (p *windowAgg[K, V, VA]) retainedFrom() (int64, error) {
 	if p.w.kind != sliding {
-		if p.storeTime < 0 {
-			return math.MinInt64, nil
-		}
-		return p.storeTime - p.w.retention().Milliseconds() + 1, nil
+		return p.storeRetainedFrom(), nil
 	}
 	latest := p.observed
 	for lane := 0; lane < p.lanes; lane++ {
@@ -117,6 +115,15 @@ func (p *windowAgg[K, V, VA]) retainedFrom() (int64, error) {
 	// starts at close−2d−1: so windows starting there are kept.
 	d := p.w.size.Milliseconds()
 	return latest - p.w.grace.Milliseconds() - 2*d - 1, nil
+}
+
+// storeRetainedFrom returns the first window start a tumbling or hopping
+// window store keeps, by its time p.storeTime.
+func (p *windowAgg[K, V, VA]) storeRetainedFrom() int64 {
+	if p.storeTime < 0 {
+		return math.MinInt64
+	}
+	return p.storeTime - p.w.retention().Milliseconds() + 1
 }
 
 // wrote advances the store's time past a window written at start.
