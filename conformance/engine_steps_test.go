@@ -187,29 +187,11 @@ func TestContinuousEngineStepByStep(t *testing.T) {
 		}
 		stop()
 		for i, s := range scripts {
-			if d := conformance.Diff(want[i], got[i]); d != "" && expiredBeforeRestart[s.Path] {
-				t.Logf("%s: known difference after a restart on the same state directory (see expiredBeforeRestart):\n%s", s.Path, d)
-			} else if d != "" {
+			if d := conformance.Diff(want[i], got[i]); d != "" {
 				t.Errorf("%s: the continuous engine differs from topologytest:\n%s", s.Path, d)
 			}
 		}
 	})
-}
-
-// expiredBeforeRestart lists the scripts that meet a known defect: a window
-// store's expiry is not in its changelog, and a windowed aggregation's
-// stream time starts again after a restart. A record that was late before
-// the restart is taken after it; restarted on the same state directory
-// its window was dropped before the restart and it starts a new one (count
-// 1), while a store restored from the changelog (topologytest, an empty
-// state directory) has the window again and counts on. Kafka Streams shows
-// both, the other way round (its reopened store serves every window, its
-// restored one drops windows by the restored time). Until weir decides
-// one, these scripts are logged, not failed.
-var expiredBeforeRestart = map[string]bool{
-	"scripts/hopping/grace-boundary.json":   true,
-	"scripts/hopping/late-one-window.json":  true,
-	"scripts/timestamp-extractor/late.json": true,
 }
 
 // caughtUp reports whether group has committed the end offset of partition

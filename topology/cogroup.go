@@ -33,7 +33,12 @@ import (
 // aggregation by key and by sliding window; time and session windows hand
 // the adder V's zero value. Windowed aggregations keep one stream time per
 // input, as Kafka Streams' one processor per input does: a record is late
-// when its own input has seen times past its window's end plus grace.
+// when its own input has seen times past its window's end plus grace. The
+// inputs share one window store, and its time: tumbling and hopping windows
+// are dropped by the largest window start written by any input (as Kafka
+// Streams' store drops them), sliding windows by the latest input's close
+// time: an input behind the others may find a window gone and start it
+// again, as in Kafka Streams.
 type Cogrouped[K, VA any] struct {
 	b      *Builder
 	inputs []cogroupInput[K, VA]
@@ -158,7 +163,8 @@ func (cw CogroupedWindowed[K, VA]) Aggregate(init func() VA, vas serde.Serde[VA]
 	aggs := make([]*nodeDef, 0, len(nodes))
 	for lane, node := range nodes {
 		p := windowAgg[K, any, VA]{
-			store: store, timestamps: timestamps, w: cw.w, ks: ks, vas: vas,
+			store: store, timestamps: timestamps, times: store + "-stream-time",
+			lane: lane, lanes: len(nodes), w: cw.w, ks: ks, vas: vas,
 			step: cogroupStep(init, adders[lane]),
 		}
 		n := b.addNode(&nodeDef{
@@ -174,9 +180,11 @@ func (cw CogroupedWindowed[K, VA]) Aggregate(init func() VA, vas serde.Serde[VA]
 			if sd, ok := b.stores[timestamps]; ok {
 				sd.companion = true
 			}
+			addSessionTimes(b, p.times, n)
 		} else {
 			b.connectStore(n, store)
 			b.connectStore(n, timestamps)
+			b.connectStore(n, p.times)
 		}
 		aggs = append(aggs, n)
 	}

@@ -87,8 +87,8 @@ func sessionAggregate[K, V, VA any](sg SessionGrouped[K, V], prefix string, vas 
 	return Table[Windowed[K], VA]{b: b, node: n, ks: ws, vs: vas, store: store, windowed: true, closeDelay: sg.w.gap + sg.w.grace}
 }
 
-// addSessionTimes declares the store beside session store that keeps its
-// time (see sessionAgg), owned by n.
+// addSessionTimes declares the logged store beside a session or window
+// store that keeps its times (see sessionAgg, windowtime.go), owned by n.
 func addSessionTimes(b *Builder, times string, n *nodeDef) {
 	b.addStore(statestore.Spec{Name: times, Kind: statestore.KindKeyValue, Logged: true}, n)
 	if sd, ok := b.stores[times]; ok {

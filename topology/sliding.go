@@ -173,8 +173,14 @@ func (p *windowAgg[K, V, VA]) putRight(ctx processor.Context[any, any], r proces
 	return p.put(ctx, r, start, w.agg, w.ts)
 }
 
-// windows returns the stored windows of k starting in [from, to], by start.
+// windows returns the stored windows of k starting in [from, to], by start,
+// but none before p.retained (a store restored from its changelog may still
+// hold them).
 func (p *windowAgg[K, V, VA]) windows(k K, from, to int64) ([]window[VA], error) {
+	from = max(from, p.retained)
+	if to < from {
+		return nil, nil
+	}
 	it, err := p.ws.Fetch(k, time.UnixMilli(from), time.UnixMilli(to))
 	if err != nil {
 		return nil, err

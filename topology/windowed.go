@@ -92,6 +92,7 @@ func windowAggregate[K, V, VA any](wg WindowedGrouped[K, V], prefix string, vas 
 	p := windowAgg[K, V, VA]{
 		store: store, w: wg.w, ks: in.ks, vas: vas, step: st, emitFinal: cfg.emitFinal,
 		positions: store + "-emit-position", timestamps: store + "-timestamps",
+		times: store + "-stream-time", lanes: 1,
 	}
 	n := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
@@ -106,6 +107,7 @@ func windowAggregate[K, V, VA any](wg WindowedGrouped[K, V], prefix string, vas 
 	if sd, ok := b.stores[p.timestamps]; ok {
 		sd.companion = true
 	}
+	addSessionTimes(b, p.times, n)
 	queryable(b, store, in.ks, vas)
 	if cfg.emitFinal {
 		b.addStore(statestore.Spec{Name: p.positions, Kind: statestore.KindKeyValue, Logged: true}, n)
@@ -119,21 +121,29 @@ func windowAggregate[K, V, VA any](wg WindowedGrouped[K, V], prefix string, vas 
 
 // windowAgg aggregates per key and time window, as Kafka Streams'
 // KStreamWindowAggregate and KStreamSlidingWindowAggregate do: lateness is
-// decided by the time this processor has seen, and each window's result is
-// stamped with the largest record timestamp in it.
+// decided by the time this processor (this input lane of a cogroup) has
+// seen, which windows the store still holds by the store's time (see
+// windowtime.go), and each window's result is stamped with the largest
+// record timestamp in it.
 type windowAgg[K, V, VA any] struct {
 	store, positions, timestamps string
+	times                        string // the logged times: "<store>-stream-time"
+	lane, lanes                  int    // this processor's input lane, of lanes (1 without cogroup)
 	w                            Windows
 	ks                           serde.Serde[K]
 	vas                          serde.Serde[VA]
 	step                         step[K, V, VA]
 	emitFinal                    bool
 
-	ws       *statestore.Windowed[K, VA]
-	ts       *statestore.Windowed[K, int64] // the largest record timestamp per window
-	pos      statestore.KeyValueStore       // emit-final: next window start to emit
-	observed int64                          // the largest timestamp this processor has seen; -1 before the first
-	expired  int64                          // windows starting before this are gone
+	ws        *statestore.Windowed[K, VA]
+	ts        *statestore.Windowed[K, int64] // the largest record timestamp per window
+	pos       statestore.KeyValueStore       // emit-final: next window start to emit
+	tkv       statestore.KeyValueStore       // the times store
+	observed  int64                          // the largest timestamp this lane has seen; -1 before the first
+	loaded    bool                           // observed was read from tkv
+	storeTime int64                          // the largest window start written; -1 before the first
+	retained  int64                          // windows starting before this are out of the store's retention
+	expired   int64                          // windows starting before this are physically gone
 }
 
 var emitPositionKey = []byte("next-start")
@@ -149,7 +159,9 @@ func (p *windowAgg[K, V, VA]) Init(ctx processor.Context[any, any]) error {
 		return err
 	}
 	p.ts = ts
-	p.observed = -1
+	if err := p.initTimes(ctx); err != nil {
+		return err
+	}
 	if p.emitFinal {
 		s, err := ctx.StateStore(p.positions)
 		if err != nil {
@@ -171,23 +183,45 @@ func (p *windowAgg[K, V, VA]) Process(ctx processor.Context[any, any], r process
 	if err != nil {
 		return err
 	}
-	ts := r.Timestamp.UnixMilli()
-	p.observed = max(p.observed, ts)
-	closeTime := p.observed - p.w.grace.Milliseconds()
+	if err := p.process(ctx, tr); err != nil {
+		return fmt.Errorf("topology: windowed aggregate %q: %w", p.store, err)
+	}
+	return nil
+}
+
+func (p *windowAgg[K, V, VA]) process(ctx processor.Context[any, any], tr processor.Record[K, V]) error {
+	ts := tr.Timestamp.UnixMilli()
+	observed, err := p.observe(ts)
+	if err != nil {
+		return err
+	}
+	closeTime := observed - p.w.grace.Milliseconds()
+	if p.storeTime, err = getTime(p.tkv, storeTimeKey); err != nil {
+		return err
+	}
+	before := p.storeTime
+	if p.retained, err = p.retainedFrom(); err != nil {
+		return err
+	}
 	if p.w.kind == sliding {
 		err = p.slide(ctx, tr, ts, closeTime)
 	} else {
 		err = p.fixed(ctx, tr, ts, closeTime)
 	}
 	if err != nil {
-		return fmt.Errorf("topology: windowed aggregate %q: %w", p.store, err)
+		return err
 	}
-	if p.emitFinal {
-		if err := p.emitClosed(ctx, r.Headers, closeTime); err != nil {
-			return fmt.Errorf("topology: windowed aggregate %q: %w", p.store, err)
+	if p.storeTime > before {
+		if err := putTime(p.tkv, storeTimeKey, p.storeTime); err != nil {
+			return err
 		}
 	}
-	return p.expire(closeTime)
+	if p.emitFinal {
+		if err := p.emitClosed(ctx, tr.Headers, closeTime); err != nil {
+			return err
+		}
+	}
+	return p.expire()
 }
 
 // fixed updates the tumbling or hopping windows that contain ts; a window
@@ -206,6 +240,13 @@ func (p *windowAgg[K, V, VA]) fixed(ctx processor.Context[any, any], r processor
 		maxTS, _, err := p.ts.Get(r.Key, time.UnixMilli(start))
 		if err != nil {
 			return err
+		}
+		// Out of the store's retention (which the windows written before
+		// this one may have moved, as in Kafka Streams): the window starts
+		// again.
+		if start < p.storeRetainedFrom() {
+			var zero VA
+			agg, found = zero, false
 		}
 		if err := p.put(ctx, r, start, p.step(r.Key, r.Value, agg, found), stamp(ts, maxTS, found)); err != nil {
 			return err
@@ -233,6 +274,7 @@ func (p *windowAgg[K, V, VA]) put(ctx processor.Context[any, any], r processor.R
 	if err := p.ts.Put(r.Key, time.UnixMilli(start), ts); err != nil {
 		return err
 	}
+	p.wrote(start)
 	if p.emitFinal {
 		return nil
 	}
@@ -314,32 +356,6 @@ func (p *windowAgg[K, V, VA]) emitClosed(ctx processor.Context[any, any], header
 		}
 	}
 	return p.pos.Put(emitPositionKey, binary.BigEndian.AppendUint64(nil, uint64(lastStart+1)))
-}
-
-// expire drops windows that closed more than a window size ago; retention is
-// size + grace (2·time difference + grace + 1ms for sliding windows).
-//
-// A sliding window ending at closeTime still takes records (ends are
-// inclusive). It may be the right window of a record at closeTime−d−1, to
-// be created from that record's left window, which starts at
-// closeTime−2d−1: so sliding windows starting at closeTime−2d−1 are kept.
-func (p *windowAgg[K, V, VA]) expire(closeTime int64) error {
-	cutoff := closeTime - p.w.size.Milliseconds()
-	if p.w.kind == sliding {
-		cutoff -= p.w.size.Milliseconds() + 1
-	}
-	step := p.w.advance.Milliseconds()
-	if step <= 0 {
-		step = p.w.size.Milliseconds()
-	}
-	if cutoff < p.expired+step {
-		return nil
-	}
-	p.expired = cutoff
-	if err := p.ws.Store().ExpireBefore(time.UnixMilli(cutoff)); err != nil {
-		return err
-	}
-	return p.ts.Store().ExpireBefore(time.UnixMilli(cutoff))
 }
 
 // keepValue appends v to the list of values kept at (key, ts) in ws: the

@@ -19,7 +19,7 @@ import (
 // (records already read stay read). The wall clock goes on from d's.
 // What a task keeps in memory starts again, as in a restarted
 // application: the stream time of processors that keep it outside stores
-// (windowed aggregations, suppression) and the counters; a store that is
+// (suppression) and the counters; a store that is
 // not logged starts empty. Readers and writers made with Input and Output
 // belong to d; make new ones on the new driver.
 func (d *Driver) Restart() (*Driver, error) {
