@@ -59,6 +59,12 @@ func newBranchWant(folds map[string][]Agg, inputs []Input) (branchWant, error) {
 func (v *verifier) checkRegionTotals(recs []kafka.Record, r *report) {
 	last := map[int]RegionTotal{}
 	for _, rec := range recs {
+		if rec.Value == nil && !v.ordered {
+			// A subtraction from a region without a total is forwarded
+			// as a delete, as Kafka Streams does; only a change read
+			// again could meet one here.
+			continue
+		}
 		i, ok := regionIndex(string(rec.Key))
 		t, err := serde.JSON[RegionTotal]().Deserialize("", rec.Value)
 		if !ok || err != nil || rec.Value == nil {
