@@ -39,7 +39,9 @@
 // at-least-once a change read again is subtracted and added again, as in
 // Kafka Streams, so the totals are not checked); every foreign-key join
 // result names the region the account had at that count, and each
-// account's last one its final fold's; every outer-join pair a real one,
+// account's last one is its final fold's (under at-least-once that one is
+// written: a replaced member's late duplicate may follow it); every
+// outer-join pair a real one,
 // every good input in a pair or emitted alone unless it can still wait at
 // the end, and under exactly-once no output twice; every bad input once in
 // "<input>-dlq" with the weir.error.* and weir.source.* headers naming its

@@ -95,8 +95,16 @@ func (v *verifier) checkRegionTotals(recs []kafka.Record, r *report) {
 // the region the account had at the result's count — so never one it did
 // not have — and each account's last result is its final fold's region
 // name and count. A last result not yet final is pending.
+//
+// Under at-least-once the final result must be written, not last: a member
+// replaced without knowing it (stalled past its session timeout) may still
+// send the outputs of its last epoch when it wakes, after its successor's,
+// as docs/guarantees.md says — a run with seed 11 ended an account on such
+// a late duplicate of an earlier result — and Kafka Streams' at_least_once
+// has no defence against it either.
 func (v *verifier) checkAccountRegions(recs []kafka.Record, r *report) {
 	last := map[string]*AccountRegion{}
+	written := map[AccountRegion]map[string]bool{} // results written, by result and account
 	for _, rec := range recs {
 		key := string(rec.Key)
 		folds := v.exp.folds[key]
@@ -115,14 +123,22 @@ func (v *verifier) checkAccountRegions(recs []kafka.Record, r *report) {
 			r.problem("account region %s at %d@%d: %q at count %d, when the account was in %q", key, rec.Partition, rec.Offset, a.Region, a.Count, want)
 		}
 		last[key] = &a
+		if written[a] == nil {
+			written[a] = map[string]bool{}
+		}
+		written[a][key] = true
 	}
 	for _, key := range slices.Sorted(maps.Keys(v.exp.folds)) {
 		folds := v.exp.folds[key]
 		final := folds[len(folds)-1]
 		want := AccountRegion{Region: RegionName(int(final.Count % Regions)), Count: final.Count}
-		if got := last[key]; got == nil || *got != want {
+		switch got := last[key]; {
+		case v.ordered && (got == nil || *got != want):
 			r.pending++
 			r.problem("account region %s: last result %s, its final fold's is %+v", key, describe(got), want)
+		case !v.ordered && !written[want][key]:
+			r.pending++
+			r.problem("account region %s: its final fold's result %+v never written (last %s)", key, want, describe(got))
 		}
 	}
 }
