@@ -14,10 +14,11 @@ import (
 type branchWant struct {
 	// regions[i] is region i's total over every account's final fold.
 	regions [Regions]RegionTotal
-	// lastGood[p] is the largest good input id of input partition p: the
-	// outer join's stream time on that partition at the end of the run.
+	// lastGood[p] is the largest good input id of the accounts of
+	// partition p: the outer join's stream time in that partition's task
+	// at the end of the run.
 	lastGood [Partitions]int64
-	// partition of each account.
+	// partition of each account after the repartition by key.
 	partition map[string]int32
 }
 
