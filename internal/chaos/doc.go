@@ -13,9 +13,14 @@
 // aggregate. The extended workload (Config.Extended; weir-chaos runs it
 // unless -extended=false, but for query scenarios) adds the same per account and 10 s tumbling window of event
 // time in a Badger window store, a stream-stream join of each account's
-// even-id records with its odd-id records within 2 s of event time, and
-// the aggregate per account and session (1 s gap) in a Badger session
-// store.
+// even-id records with its odd-id records within 2 s of event time, the
+// aggregate per account and session (1 s gap) in a Badger session store,
+// the same even/odd outer join with a 2 s grace (unmatched records are
+// emitted as windows close during the run), and two branches of the
+// aggregate table (branches.go): re-grouped by region (Count mod 4, so an
+// account moves with every input), the accounts and sum per region with an
+// adder and a subtractor; and joined by that region as a foreign key to a
+// small regions table the runner fills before the instances start.
 //
 // A micro-batch scenario ends with a bounded phase: the last tenth of the
 // input arrives with every instance stopped, and three AvailableNow
@@ -27,9 +32,18 @@
 // good inputs (under exactly-once by position) — extended, also each
 // account's and window's k-th windowed aggregate the fold of its first k
 // good inputs in that window, every pair of an account's even-id and
-// odd-id good inputs within 2 s joined once and nothing else joined, and
+// odd-id good inputs within 2 s joined once and nothing else joined,
 // every session written once with the fold of its inputs, deleted once if
-// a later input extends it, the last ones kept; every bad input once in
+// a later input extends it, the last ones kept; under exactly-once each
+// region's last total is what every account's final fold makes (under
+// at-least-once a change read again is subtracted and added again, as in
+// Kafka Streams, so the totals are not checked); every foreign-key join
+// result names the region the account had at that count, and each
+// account's last one is its final fold's (under at-least-once that one is
+// written: a replaced member's late duplicate may follow it); every
+// outer-join pair a real one,
+// every good input in a pair or emitted alone unless it can still wait at
+// the end, and under exactly-once no output twice; every bad input once in
 // "<input>-dlq" with the weir.error.* and weir.source.* headers naming its
 // error and offset; no transaction left open (last stable offset = end
 // offset) on any topic weir wrote; the group's committed offsets equal the

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -34,6 +35,9 @@ type expectation struct {
 	// SessionKey: an account's session of inputs i1..in is [i1,i1], then
 	// [i1,i2] (deleting [i1,i1]), ... [i1,in], the last one kept.
 	sessions map[string]sessionWant
+	// branch is the extended workload's re-grouping, foreign-key join and
+	// outer join (verify_branches.go).
+	branch branchWant
 }
 
 // sessionWant is one session's aggregate, and whether it is the account's
@@ -43,7 +47,7 @@ type sessionWant struct {
 	final bool
 }
 
-func newExpectation(inputs []Input) *expectation {
+func newExpectation(inputs []Input) (*expectation, error) {
 	e := &expectation{inputs: inputs, part: make([]int32, len(inputs)), off: make([]int64, len(inputs)),
 		folds: map[string][]Agg{}, windows: map[string][]Agg{}, pairs: map[string]string{}, sessions: map[string]sessionWant{}}
 	byKey := map[string][]int64{} // good input ids by key, ascending
@@ -83,7 +87,9 @@ func newExpectation(inputs []Input) *expectation {
 			}
 		}
 	}
-	return e
+	var err error
+	e.branch, err = newBranchWant(e.folds, inputs)
+	return e, err
 }
 
 // foldInto appends the fold of t onto folds[key].
@@ -96,10 +102,12 @@ func foldInto(folds map[string][]Agg, key string, t Txn) {
 	folds[key] = append(f, Fold(prev, t))
 }
 
-// report is what one verification found.
+// report is what one verification found. pending counts outputs whose
+// last value is not the final one yet: converge waits for them, and the
+// final verification counts them as mismatches.
 type report struct {
-	duplicates, lost, mismatches, dlq int
-	problems                          []string
+	duplicates, lost, mismatches, dlq, pending int
+	problems                                   []string
 }
 
 func (r *report) problem(format string, args ...any) {
@@ -154,6 +162,20 @@ func (v *verifier) outputs(ctx context.Context) (report, error) {
 		}
 		if err := v.checkSessions(ctx, &r); err != nil {
 			return r, err
+		}
+		for _, c := range []struct {
+			topic string
+			check func([]kafka.Record, *report)
+		}{
+			{v.topics.RegionTotals, v.checkRegionTotals},
+			{v.topics.AccountRegions, v.checkAccountRegions},
+			{v.topics.Outer, v.checkOuter},
+		} {
+			recs, err := v.read(ctx, c.topic)
+			if err != nil {
+				return r, err
+			}
+			c.check(recs, &r)
 		}
 	}
 	return r, v.checkDeadLetters(ctx, &r)
@@ -391,16 +413,19 @@ func (v *verifier) checkDeadLetters(ctx context.Context, r *report) error {
 }
 
 // finished checks that no transaction is left open (last stable offset =
-// end offset) on every topic weir writes, and that the group's committed
-// offsets are the input's end offsets.
+// end offset) on every topic of the scenario — every topic weir writes,
+// outputs, dead letters, repartition and changelog topics, whatever their
+// operators name them — and that the group's committed offsets are the
+// input's end offsets.
 func (v *verifier) finished(ctx context.Context, r *report) error {
-	topics := v.topics.outputs(runtime.DeadLetterTopic(v.topics.In), v.app+"-"+Repartition+"-repartition")
-	stores := []string{Store}
-	if v.topics.Extended() {
-		stores = append(stores, WindowStore, SessionStore, Join+"-this-store", Join+"-other-store", Join+"-stream-times")
+	topics, err := topicsWithPrefix(ctx, v.brokers, v.app+"-")
+	if err != nil {
+		return err
 	}
-	for _, store := range stores {
-		topics = append(topics, v.app+"-"+store+"-changelog")
+	for _, want := range v.topics.outputs(v.app+"-"+Store+"-changelog", v.app+"-"+Repartition+"-repartition") {
+		if !slices.Contains(topics, want) {
+			r.problem("topic %s missing", want)
+		}
 	}
 	for _, topic := range topics {
 		hwm, err := kafkaverify.EndOffsets(ctx, v.brokers, topic, false)
@@ -423,6 +448,27 @@ func (v *verifier) finished(ctx context.Context, r *report) error {
 		r.problem("group %s committed %v on %s, end offsets %v", v.app, committed, v.topics.In, end)
 	}
 	return nil
+}
+
+// topicsWithPrefix lists the topics whose name begins with prefix.
+func topicsWithPrefix(ctx context.Context, brokers []string, prefix string) ([]string, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID("weir-chaos-verifier"))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	meta, err := metadata(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: list topics: %w", err)
+	}
+	var out []string
+	for _, t := range meta.Topics {
+		if t.Topic != nil && strings.HasPrefix(*t.Topic, prefix) {
+			out = append(out, *t.Topic)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // inputProgress returns the input's end offsets and the group's committed

@@ -143,21 +143,24 @@ func Generate(seed uint64, n int) []Input {
 // KeyName names account k.
 func KeyName(k int) string { return fmt.Sprintf("acct-%04d", k) }
 
-// Topics are the topics of one scenario. Win, Pairs and Sessions are set
-// only in an extended workload (Config.Extended).
+// Topics are the topics of one scenario. The others are set only in an
+// extended workload (Config.Extended): Regions is an input, the regions
+// table (RegionKey(i) → RegionName(i)), which the runner fills before the
+// instances start; the rest are outputs.
 type Topics struct {
-	In, Copy, Agg, Win, Pairs, Sessions string
+	In, Copy, Agg, Win, Pairs, Sessions          string
+	Regions, RegionTotals, AccountRegions, Outer string
 }
 
 // Extended reports whether the workload has the windowed aggregate, the
-// join and the session aggregate.
+// joins, the session aggregate and the re-grouping.
 func (t Topics) Extended() bool { return t.Win != "" }
 
 // outputs returns the workload's output topics after the given ones.
 func (t Topics) outputs(first ...string) []string {
 	out := append(first, t.Copy, t.Agg)
 	if t.Extended() {
-		out = append(out, t.Win, t.Pairs, t.Sessions)
+		out = append(out, t.Win, t.Pairs, t.Sessions, t.RegionTotals, t.AccountRegions, t.Outer)
 	}
 	return out
 }
@@ -170,6 +173,15 @@ const (
 	Join         = "pairs"
 	SessionStore = "sessions"
 	Repartition  = "by-key"
+	// The extended workload's table branches and outer join (branches.go):
+	// the re-grouping by region (its repartition topic and node), the
+	// region totals' store, the regions table's store, the foreign-key
+	// join, and the outer join.
+	Regroup      = "by-region"
+	RegionStore  = "region-totals"
+	RegionsTable = "regions"
+	FKJoin       = "account-regions"
+	OuterJoin    = "outer"
 )
 
 // Window is the windowed aggregate's tumbling window: input record id
@@ -247,13 +259,16 @@ const padBytes = kafka.MaxRecordBytes + 1
 //	                └─► repartition by key ─┬─► aggregate (store "agg") ─► Agg topic   (b), (c)
 //	                                        ├─► aggregate per Window (store "win") ─► Win topic
 //	                                        ├─► even ids ⋈ odd ids within JoinWithin ─► Pairs topic
-//	                                        └─► aggregate per session (store "sessions") ─► Sessions topic
+//	                                        ├─► aggregate per session (store "sessions") ─► Sessions topic
+//	                                        └─► even ids ⟗ odd ids within JoinWithin, grace OuterGrace ─► Outer topic
+//	the aggregate table "agg" ─┬─► re-grouped by RegionOf ─► accounts and sum per region (store "region-totals") ─► RegionTotals topic
+//	                           └─► ⋈ on foreign key RegionOf with the Regions table ─► AccountRegions topic
 //
 // validate fails the records marked Fail; copy inflates the records marked
 // Big past the producers' limit. The copy branch comes first, so a record
 // whose copy fails reaches neither output: every bad record's only trace
-// is its dead letter. The last three branches are built only when t is
-// Extended.
+// is its dead letter. The branches after the aggregate are built only when
+// t is Extended.
 func Build(t Topics) (*topology.Topology, error) {
 	b := topology.NewBuilder()
 	src := topology.NewStream(b, t.In, serde.String(), serde.JSON[Txn]())
@@ -275,8 +290,8 @@ func Build(t Topics) (*topology.Topology, error) {
 	grouped := byKey.GroupByKey()
 	// Every aggregate folds the same way (Fold).
 	initAgg, fold := func() Agg { return Agg{} }, func(_ string, v Txn, a Agg) Agg { return Fold(a, v) }
-	topology.Aggregate(grouped, initAgg, fold, serde.JSON[Agg](), topology.Materialized(Store)).
-		ToStream().To(t.Agg)
+	aggs := topology.Aggregate(grouped, initAgg, fold, serde.JSON[Agg](), topology.Materialized(Store))
+	aggs.ToStream().To(t.Agg)
 	if t.Extended() {
 		windowed := topology.AggregateWindowed(topology.WindowedBy(grouped, topology.TumblingWindows(Window).WithGrace(WindowGrace)),
 			initAgg, fold, serde.JSON[Agg](), topology.Materialized(WindowStore))
@@ -293,6 +308,7 @@ func Build(t Topics) (*topology.Topology, error) {
 		// a tombstone.
 		topology.SelectKey(sessions.ToStream(), func(k topology.Windowed[string], _ Agg) string { return k.String() }).
 			WithSerdes(serde.String(), serde.JSON[Agg]()).To(t.Sessions)
+		buildBranches(b, t, aggs, evens, odds)
 	}
 	return b.Build()
 }
