@@ -68,6 +68,9 @@ func GroupTable[K, V, KR, VR any](t Table[K, V], selector func(K, V) (KR, VR, bo
 	if cfg.partitions < 0 {
 		b.failf("GroupTable: negative partition count %d", cfg.partitions)
 	}
+	if selector == nil {
+		b.failf("GroupTable: nil selector")
+	}
 	var prior string // set once the node has its name; read when tasks start
 	ks, vs := t.ks, t.vs
 	n := b.addNode(&nodeDef{
@@ -121,6 +124,7 @@ func (g GroupedTable[K, V]) Count(opts ...Option) Table[K, int64] {
 // subtractor takes out each value leaving it (subtract before add when an
 // update stays in its group).
 func (g GroupedTable[K, V]) Reduce(adder, subtractor func(agg, v V) V, opts ...Option) Table[K, V] {
+	g.nilFuncs("KTABLE-REDUCE", map[string]bool{"adder": adder == nil, "subtractor": subtractor == nil})
 	return tableAggregate(g, "KTABLE-REDUCE", g.vs, opts, func(_ K, c change[V], agg V, found bool) (V, bool) {
 		if c.hasOld && found {
 			agg = subtractor(agg, c.oldV)
@@ -142,6 +146,7 @@ func (g GroupedTable[K, V]) Reduce(adder, subtractor func(agg, v V) V, opts ...O
 // update stays in its group). vas encodes the aggregate in the store and
 // its changelog. Kafka Streams' KGroupedTable.aggregate.
 func AggregateTable[K, V, VA any](g GroupedTable[K, V], init func() VA, adder, subtractor func(K, V, VA) VA, vas serde.Serde[VA], opts ...Option) Table[K, VA] {
+	g.nilFuncs("KTABLE-AGGREGATE", map[string]bool{"initializer": init == nil, "adder": adder == nil, "subtractor": subtractor == nil})
 	return tableAggregate(g, "KTABLE-AGGREGATE", vas, opts, func(k K, c change[V], agg VA, found bool) (VA, bool) {
 		if c.hasOld && found {
 			agg = subtractor(k, c.oldV, agg)
@@ -154,6 +159,21 @@ func AggregateTable[K, V, VA any](g GroupedTable[K, V], init func() VA, adder, s
 		}
 		return agg, found
 	})
+}
+
+// nilFuncs reports each function of an aggregation that is nil.
+func (g GroupedTable[K, V]) nilFuncs(prefix string, isNil map[string]bool) {
+	reportNil(g.b, prefix, isNil)
+}
+
+// reportNil reports, in a fixed order, each of an operation's functions
+// that isNil names: a nil function would panic on the first record.
+func reportNil(b *Builder, prefix string, isNil map[string]bool) {
+	for _, name := range []string{"initializer", "reducer", "adder", "subtractor", "merger"} {
+		if isNil[name] {
+			b.failf("%s: nil %s", prefix, name)
+		}
+	}
 }
 
 // tableStep applies one change to a group's aggregate (found: the group

@@ -3,6 +3,7 @@ package topology_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -270,4 +271,42 @@ func TestGroupTableRestoredFromChangelogs(t *testing.T) {
 
 	_, counts = run(fresh, []processor.RawRecord{rec("alice", "us:3", 3)})
 	require.Equal(t, []string{"eu=1@3", "us=1@3"}, counts)
+}
+
+// A nil function given to an aggregation is a Build error, not a panic of
+// the first record that reaches it.
+func TestAggregationNilFunctionsAreBuildErrors(t *testing.T) {
+	b := topology.NewBuilder()
+	tbl := topology.NewTable(b, "in", serde.String(), serde.String())
+	var selector func(string, string) (string, string, bool)
+	topology.GroupTable(tbl, selector, topology.Named("nil-selector")).Count()
+	g := topology.GroupTable(tbl, region)
+	g.Reduce(nil, func(a, v string) string { return a }, topology.Named("nil-adder"))
+	g.Reduce(func(a, v string) string { return a }, nil, topology.Named("nil-subtractor"))
+	topology.AggregateTable(g, nil, func(string, string, int64) int64 { return 0 },
+		func(string, string, int64) int64 { return 0 }, serde.Int64(), topology.Named("nil-init"))
+
+	s := topology.NewStream(b, "clicks", serde.String(), serde.String())
+	s.GroupByKey().Reduce(nil, topology.Named("nil-stream-reducer"))
+	topology.Aggregate(s.GroupByKey(), nil, nil, serde.Int64(), topology.Named("nil-stream-aggregate"))
+	w := topology.WindowedBy(s.GroupByKey(), topology.TumblingWindows(time.Second))
+	w.Reduce(nil, topology.Named("nil-window-reducer"))
+	topology.AggregateWindowed(w, nil, func(string, string, int64) int64 { return 0 }, serde.Int64(), topology.Named("nil-window-init"))
+	topology.AggregateWindowed(w, func() int64 { return 0 }, nil, serde.Int64(), topology.Named("nil-window-adder"))
+	sw := topology.SessionWindowedBy(s.GroupByKey(), topology.SessionWindowsWithGap(time.Second))
+	sw.Reduce(nil, topology.Named("nil-session-reducer"))
+	topology.AggregateSessions(sw, nil, func(string, string, int64) int64 { return 0 },
+		func(string, int64, int64) int64 { return 0 }, serde.Int64(), topology.Named("nil-session-init"))
+
+	_, err := b.Build()
+	require.ErrorIs(t, err, topology.ErrInvalidTopology)
+	for _, msg := range []string{
+		"GroupTable: nil selector",
+		"KTABLE-REDUCE: nil adder", "KTABLE-REDUCE: nil subtractor", "KTABLE-AGGREGATE: nil initializer",
+		"KSTREAM-WINDOWED-REDUCE: nil reducer", "KSTREAM-WINDOWED-AGGREGATE: nil initializer", "KSTREAM-WINDOWED-AGGREGATE: nil adder",
+		"KSTREAM-SESSION-REDUCE: nil reducer", "KSTREAM-SESSION-AGGREGATE: nil initializer",
+		"KSTREAM-REDUCE: nil reducer", "KSTREAM-AGGREGATE: nil initializer", "KSTREAM-AGGREGATE: nil adder",
+	} {
+		require.ErrorContains(t, err, msg)
+	}
 }
