@@ -310,3 +310,55 @@ func TestAggregationNilFunctionsAreBuildErrors(t *testing.T) {
 		require.ErrorContains(t, err, msg)
 	}
 }
+
+// countPrior returns the number of entries of a GroupTable's prior store.
+func countPrior(t *testing.T, d *topologytest.Driver, store string) int {
+	t.Helper()
+	s, err := d.Store(store)
+	require.NoError(t, err)
+	it, err := s.(statestore.KeyValueStore).PrefixScan(nil)
+	require.NoError(t, err)
+	n := 0
+	for it.Next() {
+		n++
+	}
+	require.NoError(t, it.Err())
+	require.NoError(t, it.Close())
+	return n
+}
+
+// A table of windows re-grouped (counts per user and minute, re-grouped by
+// minute) keeps the previous value of an open window only: a closed window
+// is never updated again, so its entry in the prior store would stay
+// forever. The totals stay right while windows close.
+func TestGroupTableOfWindowsForgetsClosedWindows(t *testing.T) {
+	b := topology.NewBuilder()
+	clicks := topology.NewStream(b, "clicks", serde.String(), serde.String())
+	perUser := topology.WindowedBy(clicks.GroupByKey(), topology.TumblingWindows(time.Minute).WithGrace(time.Second)).Count()
+	byMinute := topology.GroupTable(perUser, func(w topology.Windowed[string], n int64) (int64, int64, bool) {
+		return w.Start.UnixMilli(), n, true
+	}, topology.Named("by-minute")).WithKeySerde(serde.Int64()).WithValueSerde(serde.Int64())
+	topology.AggregateTable(byMinute, func() int64 { return 0 },
+		func(_ int64, n, agg int64) int64 { return agg + n },
+		func(_ int64, n, agg int64) int64 { return agg - n }, serde.Int64()).
+		ToStream().To("totals")
+	d := newDriver(t, b)
+	in := topologytest.Input(d, "clicks", serde.String(), serde.String())
+	for minute := int64(0); minute < 50; minute++ {
+		for _, user := range []string{"a", "b", "c"} {
+			require.NoError(t, in.Pipe(user, "x", ms(minute*60_000+1000)))
+			require.NoError(t, in.Pipe(user, "x", ms(minute*60_000+2000)))
+		}
+	}
+	recs, err := topologytest.Output(d, "totals", serde.Int64(), serde.Int64()).ReadRecords()
+	require.NoError(t, err)
+	last := map[int64]int64{}
+	for _, r := range recs {
+		last[r.Key] = r.Value
+	}
+	require.Len(t, last, 50)
+	for minute, n := range last {
+		require.Equal(t, int64(6), n, "minute %d", minute)
+	}
+	require.LessOrEqual(t, countPrior(t, d, "by-minute-prior"), 2*3)
+}
