@@ -399,10 +399,10 @@ func (p *tableSelectProc[K, V, KR, VR]) Process(ctx processor.Context[any, any],
 		if err := p.kv.Put(k, v); err != nil {
 			return fmt.Errorf("topology: GroupTable: %w", err)
 		}
-		if !hadOld {
-			if err := p.index(k, true); err != nil {
-				return err
-			}
+		// Indexed on every update, not only the first, so that an entry
+		// kept without its index (state of a version without it) gets one.
+		if err := p.index(k, true); err != nil {
+			return err
 		}
 		newKey, newVal, hasNew = p.group(k, v)
 		if !hasNew {
