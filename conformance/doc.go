@@ -46,7 +46,8 @@
 //	to-table           ToTable of "in" ("materialize": in a store; "rekey": re-key first)
 //	table-filter       NewTable + Filter (drops the value "filter"), table-mapvalues: + MapTableValues
 //	table-groupby      GroupTable of table "in" by the value's first character ("-": null key, "_": null value;
-//	                   "filter": a table Filter first) + Count, Reduce or AggregateTable ("agg")
+//	                   "filter": a table Filter first) + Count, Reduce or AggregateTable ("agg");
+//	                   with "gap" (and "grace"), of the session count of stream "in" by the key's first character
 //	versioned-table    NewTable(Versioned("history")) of "in" (+ Filter dropping "filter") + ToStream
 //	stream-table-versioned  Join of stream "left" with versioned table "right" ("history"; "left": LeftJoin; "rekey")
 //	stream-table-grace      the same with WithGrace("grace")

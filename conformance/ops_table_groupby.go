@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/weirstream/weir/serde"
@@ -19,13 +20,26 @@ func init() {
 // starting with "_" to a null value. The reducer and the aggregator write
 // "+v" for a value added and "-v" for a value subtracted; the aggregate
 // starts from "0".
+//
+// With "gap", the table is instead the session count of stream "in"
+// (gap and grace as given; store "sessions"), re-grouped by the user
+// key's first character with the value "<key>:<count>".
 func buildTableGroupBy(c *opBuild) {
-	t := c.table("in", "in-store")
-	if c.s.Filter != nil {
-		drop := *c.s.Filter
-		t = t.Filter(func(_, v string) bool { return v != drop })
+	var g topology.GroupedTable[string, string]
+	if c.s.Gap > 0 {
+		sw := topology.SessionWindowsWithGap(ms(c.s.Gap)).WithGrace(ms(c.s.Grace))
+		sessions := topology.SessionWindowedBy(c.input("in").GroupByKey(), sw).Count(topology.Materialized(c.name("sessions")))
+		g = topology.GroupTable(sessions, func(w topology.Windowed[string], n int64) (string, string, bool) {
+			return w.Key[:1], w.Key + ":" + strconv.FormatInt(n, 10), true
+		}).WithKeySerde(serde.String()).WithValueSerde(serde.String())
+	} else {
+		t := c.table("in", "in-store")
+		if c.s.Filter != nil {
+			drop := *c.s.Filter
+			t = t.Filter(func(_, v string) bool { return v != drop })
+		}
+		g = topology.GroupTable(t, byFirstChar)
 	}
-	g := topology.GroupTable(t, byFirstChar)
 	store := topology.Materialized(c.name("agg"))
 	add := func(agg, v string) string { return agg + "+" + v }
 	sub := func(agg, v string) string { return agg + "-" + v }

@@ -75,6 +75,7 @@ func Aggregate[K, V, VA any](g Grouped[K, V], init func() VA, adder func(K, V, V
 }
 
 func reduce[K, V any](g Grouped[K, V], fn func(agg, v V) V, opts []Option) Table[K, V] {
+	reportNil(g.s.b, "KSTREAM-REDUCE", map[string]bool{"reducer": fn == nil})
 	return aggregateWith(g, "KSTREAM-REDUCE", g.s.vs, opts, func(_ K, v V, agg V, found bool) V {
 		if !found {
 			return v
@@ -84,6 +85,7 @@ func reduce[K, V any](g Grouped[K, V], fn func(agg, v V) V, opts []Option) Table
 }
 
 func aggregate[K, V, VA any](g Grouped[K, V], prefix string, init func() VA, adder func(K, V, VA) VA, vas serde.Serde[VA], opts []Option) Table[K, VA] {
+	reportNil(g.s.b, prefix, map[string]bool{"initializer": init == nil, "adder": adder == nil})
 	return aggregateWith(g, prefix, vas, opts, func(k K, v V, agg VA, found bool) VA {
 		if !found {
 			agg = init()

@@ -3,6 +3,7 @@ package topology
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/weirstream/weir/processor"
@@ -55,7 +56,13 @@ type tableSelect[K any] struct {
 // The previous value of each entry is kept in a store beside the node,
 // "<node>-prior", with a changelog (Kafka Streams reads it from the
 // table's own store): selector is applied to it again on the next update
-// of the entry, so it must be deterministic.
+// of the entry, so it must be deterministic. When t is the table of a
+// windowed or session aggregation, whose windows close and are then never
+// updated or deleted again, the previous values of windows that ended
+// more than twice the window's close delay (grace, or gap and grace)
+// before the largest timestamp the node has seen are dropped, so that the
+// store stays as small as the open windows; an index of them by window
+// end, "<node>-prior-ends", is kept beside it.
 //
 // Options: Named names the node and the repartition topic
 // ("<application id>-<name>-repartition", shared by the aggregations of
@@ -68,15 +75,28 @@ func GroupTable[K, V, KR, VR any](t Table[K, V], selector func(K, V) (KR, VR, bo
 	if cfg.partitions < 0 {
 		b.failf("GroupTable: negative partition count %d", cfg.partitions)
 	}
-	var prior string // set once the node has its name; read when tasks start
+	if selector == nil {
+		b.failf("GroupTable: nil selector")
+	}
+	var prior, ends string // set once the node has its name; read when tasks start
 	ks, vs := t.ks, t.vs
+	_, windows := any(*new(K)).(windowEnder)
+	windows = windows && t.windowed
+	keep := 2 * t.closeDelay.Milliseconds()
 	n := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
-			return &tableSelectProc[K, V, KR, VR]{store: prior, ks: ks, vs: vs, selector: selector, sel: sel}
+			return &tableSelectProc[K, V, KR, VR]{store: prior, ends: ends, keep: keep, ks: ks, vs: vs, selector: selector, sel: sel}
 		},
 	}, "KTABLE-SELECT", config{name: cfg.name}, t.node)
 	prior = n.name + "-prior"
+	if windows {
+		ends = prior + "-ends"
+		b.addStore(statestore.Spec{Name: ends, Kind: statestore.KindKeyValue, Logged: true}, n)
+		if sd, ok := b.stores[ends]; ok {
+			sd.companion = true
+		}
+	}
 	sel.node = n
 	if ks == nil || vs == nil {
 		b.failf("GroupTable %q: no serde for %s or %s; set them on the table with WithKeySerde and WithValueSerde", n.name, typeName[K](), typeName[V]())
@@ -121,6 +141,7 @@ func (g GroupedTable[K, V]) Count(opts ...Option) Table[K, int64] {
 // subtractor takes out each value leaving it (subtract before add when an
 // update stays in its group).
 func (g GroupedTable[K, V]) Reduce(adder, subtractor func(agg, v V) V, opts ...Option) Table[K, V] {
+	g.nilFuncs("KTABLE-REDUCE", map[string]bool{"adder": adder == nil, "subtractor": subtractor == nil})
 	return tableAggregate(g, "KTABLE-REDUCE", g.vs, opts, func(_ K, c change[V], agg V, found bool) (V, bool) {
 		if c.hasOld && found {
 			agg = subtractor(agg, c.oldV)
@@ -142,6 +163,7 @@ func (g GroupedTable[K, V]) Reduce(adder, subtractor func(agg, v V) V, opts ...O
 // update stays in its group). vas encodes the aggregate in the store and
 // its changelog. Kafka Streams' KGroupedTable.aggregate.
 func AggregateTable[K, V, VA any](g GroupedTable[K, V], init func() VA, adder, subtractor func(K, V, VA) VA, vas serde.Serde[VA], opts ...Option) Table[K, VA] {
+	g.nilFuncs("KTABLE-AGGREGATE", map[string]bool{"initializer": init == nil, "adder": adder == nil, "subtractor": subtractor == nil})
 	return tableAggregate(g, "KTABLE-AGGREGATE", vas, opts, func(k K, c change[V], agg VA, found bool) (VA, bool) {
 		if c.hasOld && found {
 			agg = subtractor(k, c.oldV, agg)
@@ -154,6 +176,21 @@ func AggregateTable[K, V, VA any](g GroupedTable[K, V], init func() VA, adder, s
 		}
 		return agg, found
 	})
+}
+
+// nilFuncs reports each function of an aggregation that is nil.
+func (g GroupedTable[K, V]) nilFuncs(prefix string, isNil map[string]bool) {
+	reportNil(g.b, prefix, isNil)
+}
+
+// reportNil reports, in a fixed order, each of an operation's functions
+// that isNil names: a nil function would panic on the first record.
+func reportNil(b *Builder, prefix string, isNil map[string]bool) {
+	for _, name := range []string{"initializer", "reducer", "adder", "subtractor", "merger"} {
+		if isNil[name] {
+			b.failf("%s: nil %s", prefix, name)
+		}
+	}
 }
 
 // tableStep applies one change to a group's aggregate (found: the group
@@ -233,24 +270,116 @@ func (g GroupedTable[K, V]) repartition(store, aggName string) *nodeDef {
 // the same transaction under exactly-once, as the changes it causes keeps
 // the two consistent through a crash: after a restore the store holds the
 // value the last committed update left.
+//
+// For a table of windows, the store "ends" indexes the entries by window
+// end (timeKey), and entries of windows ending before seen − keep are
+// dropped. Such a window is closed for the aggregation upstream, which
+// judges lateness by a time at least seen (its results are stamped with
+// times it has seen): a record could still update it only while its end
+// is at least that time − grace (time windows) or, merging it into a new
+// session, − 2·gap − grace, both within keep = 2 × close delay. seen is
+// kept in memory: after a restart expiry waits for the next records,
+// which is only later, never wrong.
 type tableSelectProc[K, V, KR, VR any] struct {
 	store    string
+	ends     string // "" unless the table's keys are windows
+	keep     int64  // ms
 	ks       serde.Serde[K]
 	vs       serde.Serde[V]
 	selector func(K, V) (KR, VR, bool)
 	sel      *tableSelect[KR]
 	kv       *statestore.KV[K, V]
+	ekv      statestore.KeyValueStore
+	seen     int64 // the largest timestamp seen; -1 before the first
+	expired  int64 // windows ending before this are gone from the store
 }
 
 func (p *tableSelectProc[K, V, KR, VR]) Init(ctx processor.Context[any, any]) error {
 	kv, err := processor.KeyValueStore(ctx, p.store, p.ks, p.vs)
-	p.kv = kv
-	return err
+	p.kv, p.seen, p.expired = kv, -1, math.MinInt64
+	if err != nil || p.ends == "" {
+		return err
+	}
+	s, err := ctx.StateStore(p.ends)
+	if err != nil {
+		return err
+	}
+	ekv, ok := s.(statestore.KeyValueStore)
+	if !ok {
+		return fmt.Errorf("topology: GroupTable: %q is not a key-value store", p.ends)
+	}
+	p.ekv = ekv
+	return nil
+}
+
+// index adds (add) or removes the ends entry of window key k.
+func (p *tableSelectProc[K, V, KR, VR]) index(k K, add bool) error {
+	if p.ekv == nil {
+		return nil
+	}
+	kb, err := p.ks.Serialize(p.store, k)
+	if err != nil {
+		return fmt.Errorf("topology: GroupTable: serialize key: %w", err)
+	}
+	tk := timeKey(any(k).(windowEnder).windowEnd(), kb)
+	if add {
+		err = p.ekv.Put(tk, []byte{1})
+	} else {
+		err = p.ekv.Delete(tk)
+	}
+	if err != nil {
+		return fmt.Errorf("topology: GroupTable: %w", err)
+	}
+	return nil
+}
+
+// expire drops the entries of windows ending before seen − keep.
+func (p *tableSelectProc[K, V, KR, VR]) expire(ts int64) error {
+	if p.ekv == nil {
+		return nil
+	}
+	p.seen = max(p.seen, ts)
+	cutoff := p.seen - p.keep
+	if cutoff <= p.expired {
+		return nil
+	}
+	p.expired = cutoff
+	it, err := p.ekv.PrefixScan([]byte{'t'})
+	if err != nil {
+		return fmt.Errorf("topology: GroupTable: %w", err)
+	}
+	var gone [][]byte
+	for it.Next() {
+		if len(it.Key()) < 9 {
+			continue
+		}
+		end, _ := splitTimeKey(it.Key())
+		if end >= cutoff {
+			break
+		}
+		gone = append(gone, append([]byte(nil), it.Key()...))
+	}
+	if err := closeIter(it); err != nil {
+		return fmt.Errorf("topology: GroupTable: %w", err)
+	}
+	for _, tk := range gone {
+		_, kb := splitTimeKey(tk)
+		if err := p.kv.Store().Delete(kb); err != nil {
+			return fmt.Errorf("topology: GroupTable: %w", err)
+		}
+		if err := p.ekv.Delete(tk); err != nil {
+			return fmt.Errorf("topology: GroupTable: %w", err)
+		}
+	}
+	return nil
 }
 
 func (p *tableSelectProc[K, V, KR, VR]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
 	k, ok, err := tableKey[K](ctx, r)
 	if !ok {
+		return err
+	}
+	if err := p.expire(r.Timestamp.UnixMilli()); err != nil {
 		return err
 	}
 	old, hadOld, err := p.kv.Get(k)
@@ -270,6 +399,11 @@ func (p *tableSelectProc[K, V, KR, VR]) Process(ctx processor.Context[any, any],
 		if err := p.kv.Put(k, v); err != nil {
 			return fmt.Errorf("topology: GroupTable: %w", err)
 		}
+		// Indexed on every update, not only the first, so that an entry
+		// kept without its index (state of a version without it) gets one.
+		if err := p.index(k, true); err != nil {
+			return err
+		}
 		newKey, newVal, hasNew = p.group(k, v)
 		if !hasNew {
 			ctx.Count(processor.MetricDroppedNull, 1)
@@ -277,6 +411,9 @@ func (p *tableSelectProc[K, V, KR, VR]) Process(ctx processor.Context[any, any],
 	} else if hadOld {
 		if err := p.kv.Delete(k); err != nil {
 			return fmt.Errorf("topology: GroupTable: %w", err)
+		}
+		if err := p.index(k, false); err != nil {
+			return err
 		}
 	}
 	if hadOld {

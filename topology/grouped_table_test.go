@@ -3,6 +3,7 @@ package topology_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -270,4 +271,94 @@ func TestGroupTableRestoredFromChangelogs(t *testing.T) {
 
 	_, counts = run(fresh, []processor.RawRecord{rec("alice", "us:3", 3)})
 	require.Equal(t, []string{"eu=1@3", "us=1@3"}, counts)
+}
+
+// A nil function given to an aggregation is a Build error, not a panic of
+// the first record that reaches it.
+func TestAggregationNilFunctionsAreBuildErrors(t *testing.T) {
+	b := topology.NewBuilder()
+	tbl := topology.NewTable(b, "in", serde.String(), serde.String())
+	var selector func(string, string) (string, string, bool)
+	topology.GroupTable(tbl, selector, topology.Named("nil-selector")).Count()
+	g := topology.GroupTable(tbl, region)
+	g.Reduce(nil, func(a, v string) string { return a }, topology.Named("nil-adder"))
+	g.Reduce(func(a, v string) string { return a }, nil, topology.Named("nil-subtractor"))
+	topology.AggregateTable(g, nil, func(string, string, int64) int64 { return 0 },
+		func(string, string, int64) int64 { return 0 }, serde.Int64(), topology.Named("nil-init"))
+
+	s := topology.NewStream(b, "clicks", serde.String(), serde.String())
+	s.GroupByKey().Reduce(nil, topology.Named("nil-stream-reducer"))
+	topology.Aggregate(s.GroupByKey(), nil, nil, serde.Int64(), topology.Named("nil-stream-aggregate"))
+	w := topology.WindowedBy(s.GroupByKey(), topology.TumblingWindows(time.Second))
+	w.Reduce(nil, topology.Named("nil-window-reducer"))
+	topology.AggregateWindowed(w, nil, func(string, string, int64) int64 { return 0 }, serde.Int64(), topology.Named("nil-window-init"))
+	topology.AggregateWindowed(w, func() int64 { return 0 }, nil, serde.Int64(), topology.Named("nil-window-adder"))
+	sw := topology.SessionWindowedBy(s.GroupByKey(), topology.SessionWindowsWithGap(time.Second))
+	sw.Reduce(nil, topology.Named("nil-session-reducer"))
+	topology.AggregateSessions(sw, nil, func(string, string, int64) int64 { return 0 },
+		func(string, int64, int64) int64 { return 0 }, serde.Int64(), topology.Named("nil-session-init"))
+
+	_, err := b.Build()
+	require.ErrorIs(t, err, topology.ErrInvalidTopology)
+	for _, msg := range []string{
+		"GroupTable: nil selector",
+		"KTABLE-REDUCE: nil adder", "KTABLE-REDUCE: nil subtractor", "KTABLE-AGGREGATE: nil initializer",
+		"KSTREAM-WINDOWED-REDUCE: nil reducer", "KSTREAM-WINDOWED-AGGREGATE: nil initializer", "KSTREAM-WINDOWED-AGGREGATE: nil adder",
+		"KSTREAM-SESSION-REDUCE: nil reducer", "KSTREAM-SESSION-AGGREGATE: nil initializer",
+		"KSTREAM-REDUCE: nil reducer", "KSTREAM-AGGREGATE: nil initializer", "KSTREAM-AGGREGATE: nil adder",
+	} {
+		require.ErrorContains(t, err, msg)
+	}
+}
+
+// countPrior returns the number of entries of a GroupTable's prior store.
+func countPrior(t *testing.T, d *topologytest.Driver, store string) int {
+	t.Helper()
+	s, err := d.Store(store)
+	require.NoError(t, err)
+	it, err := s.(statestore.KeyValueStore).PrefixScan(nil)
+	require.NoError(t, err)
+	n := 0
+	for it.Next() {
+		n++
+	}
+	require.NoError(t, it.Err())
+	require.NoError(t, it.Close())
+	return n
+}
+
+// A table of windows re-grouped (counts per user and minute, re-grouped by
+// minute) keeps the previous value of an open window only: a closed window
+// is never updated again, so its entry in the prior store would stay
+// forever. The totals stay right while windows close.
+func TestGroupTableOfWindowsForgetsClosedWindows(t *testing.T) {
+	b := topology.NewBuilder()
+	clicks := topology.NewStream(b, "clicks", serde.String(), serde.String())
+	perUser := topology.WindowedBy(clicks.GroupByKey(), topology.TumblingWindows(time.Minute).WithGrace(time.Second)).Count()
+	byMinute := topology.GroupTable(perUser, func(w topology.Windowed[string], n int64) (int64, int64, bool) {
+		return w.Start.UnixMilli(), n, true
+	}, topology.Named("by-minute")).WithKeySerde(serde.Int64()).WithValueSerde(serde.Int64())
+	topology.AggregateTable(byMinute, func() int64 { return 0 },
+		func(_ int64, n, agg int64) int64 { return agg + n },
+		func(_ int64, n, agg int64) int64 { return agg - n }, serde.Int64()).
+		ToStream().To("totals")
+	d := newDriver(t, b)
+	in := topologytest.Input(d, "clicks", serde.String(), serde.String())
+	for minute := int64(0); minute < 50; minute++ {
+		for _, user := range []string{"a", "b", "c"} {
+			require.NoError(t, in.Pipe(user, "x", ms(minute*60_000+1000)))
+			require.NoError(t, in.Pipe(user, "x", ms(minute*60_000+2000)))
+		}
+	}
+	recs, err := topologytest.Output(d, "totals", serde.Int64(), serde.Int64()).ReadRecords()
+	require.NoError(t, err)
+	last := map[int64]int64{}
+	for _, r := range recs {
+		last[r.Key] = r.Value
+	}
+	require.Len(t, last, 50)
+	for minute, n := range last {
+		require.Equal(t, int64(6), n, "minute %d", minute)
+	}
+	require.LessOrEqual(t, countPrior(t, d, "by-minute-prior"), 2*3)
 }

@@ -35,6 +35,7 @@ func (sg SessionGrouped[K, V]) Count(opts ...Option) Table[Windowed[K], int64] {
 // Reduce combines the values of each key and session with fn; merging two
 // sessions reduces their aggregates with fn too.
 func (sg SessionGrouped[K, V]) Reduce(fn func(agg, v V) V, opts ...Option) Table[Windowed[K], V] {
+	reportNil(sg.g.s.b, "KSTREAM-SESSION-REDUCE", map[string]bool{"reducer": fn == nil})
 	return sessionAggregate(sg, "KSTREAM-SESSION-REDUCE", sg.g.s.vs, opts, reduceStep[K](fn),
 		func(_ K, a, b V) V { return fn(a, b) })
 }
@@ -43,9 +44,7 @@ func (sg SessionGrouped[K, V]) Reduce(fn func(agg, v V) V, opts ...Option) Table
 // aggregate; merger combines the aggregates of two sessions that a record
 // joins into one.
 func AggregateSessions[K, V, VA any](sg SessionGrouped[K, V], init func() VA, adder func(K, V, VA) VA, merger func(K, VA, VA) VA, vas serde.Serde[VA], opts ...Option) Table[Windowed[K], VA] {
-	if merger == nil {
-		sg.g.s.b.failf("AggregateSessions: nil merger")
-	}
+	reportNil(sg.g.s.b, "KSTREAM-SESSION-AGGREGATE", map[string]bool{"initializer": init == nil, "adder": adder == nil, "merger": merger == nil})
 	return sessionAggregate(sg, "KSTREAM-SESSION-AGGREGATE", vas, opts, aggregateStep(init, adder), merger)
 }
 

@@ -127,7 +127,8 @@ func (t Table[K, V]) Suppress(s Suppression, opts ...Option) Table[K, V] {
 		b.failf("%s: negative buffer bound", prefix)
 	case s.buf.maxRecords == 0 && s.buf.maxBytes == 0:
 		b.failf("%s: buffer without a bound: use Unbounded, BufferMaxRecords or BufferMaxBytes", prefix)
-	case s.limit < 0:
+	}
+	if s.limit < 0 {
 		b.failf("%s: negative time limit %v", prefix, s.limit)
 	}
 	p := suppressProc[K, V]{ks: t.ks, vs: t.vs, limit: s.limit.Milliseconds(), buf: s.buf, finalOnly: s.finalOnly}

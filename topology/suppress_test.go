@@ -104,7 +104,8 @@ func TestSuppressBuildErrors(t *testing.T) {
 		Suppress(topology.UntilWindowCloses(topology.BufferMaxRecords(10)))
 	_, err := b.Build()
 	require.ErrorIs(t, err, topology.ErrInvalidTopology)
-	for _, msg := range []string{"UntilWindowCloses needs a table of a windowed aggregation", "buffer without a bound", "negative", "must not emit early"} {
+	for _, msg := range []string{"UntilWindowCloses needs a table of a windowed aggregation", "buffer without a bound",
+		"negative buffer bound", "negative time limit", "must not emit early"} {
 		require.ErrorContains(t, err, msg)
 	}
 }

@@ -35,12 +35,14 @@ func (wg WindowedGrouped[K, V]) Count(opts ...Option) Table[Windowed[K], int64] 
 
 // Reduce combines the values of each key and window with fn.
 func (wg WindowedGrouped[K, V]) Reduce(fn func(agg, v V) V, opts ...Option) Table[Windowed[K], V] {
+	reportNil(wg.g.s.b, "KSTREAM-WINDOWED-REDUCE", map[string]bool{"reducer": fn == nil})
 	return windowAggregate(wg, "KSTREAM-WINDOWED-REDUCE", wg.g.s.vs, opts, reduceStep[K](fn))
 }
 
 // AggregateWindowed folds the values of each key and window into an
 // aggregate, starting from init().
 func AggregateWindowed[K, V, VA any](wg WindowedGrouped[K, V], init func() VA, adder func(K, V, VA) VA, vas serde.Serde[VA], opts ...Option) Table[Windowed[K], VA] {
+	reportNil(wg.g.s.b, "KSTREAM-WINDOWED-AGGREGATE", map[string]bool{"initializer": init == nil, "adder": adder == nil})
 	return windowAggregate(wg, "KSTREAM-WINDOWED-AGGREGATE", vas, opts, aggregateStep(init, adder))
 }
 
