@@ -51,6 +51,8 @@
 //	stream-table-versioned  Join of stream "left" with versioned table "right" ("history"; "left": LeftJoin; "rekey")
 //	stream-table-grace      the same with WithGrace("grace")
 //	table-table-versioned   JoinTables of versioned tables "left" and "right" ("history")
+//	table-table-versioned-left   LeftJoinTables of the same
+//	table-table-versioned-outer  OuterJoinTables of the same
 //	stateless          FlatMapValues (split on ",") + MapValues (upper case); merge: Merge of "left" and "right"
 //	headers            FilterWithHeaders (drops records with a header named "filter") + MapValuesWithHeaders (appends
 //	                   the last "trace" header to the value, sets header "seen" to the old value), then To or "agg": "count"
