@@ -42,7 +42,7 @@
 //	stream-stream      JoinStreams of streams "left" and "right", "before", "after", "grace"
 //	stream-stream-left LeftJoinStreams of the same; stream-stream-outer: OuterJoinStreams
 //	fk-join            JoinTablesOnForeignKey of table "left" (value "x:payload" names foreign key "x") with table "right"
-//	fk-join-left       LeftJoinTablesOnForeignKey of the same ("materialize": the result has a store)
+//	fk-join-left       LeftJoinTablesOnForeignKey of the same ("materialize": the result has a store; "history": both tables versioned)
 //	to-table           ToTable of "in" ("materialize": in a store; "rekey": re-key first)
 //	table-filter       NewTable + Filter (drops the value "filter"), table-mapvalues: + MapTableValues
 //	table-groupby      GroupTable of table "in" by the value's first character ("-": null key, "_": null value;
