@@ -42,7 +42,7 @@
 //	stream-stream      JoinStreams of streams "left" and "right", "before", "after", "grace"
 //	stream-stream-left LeftJoinStreams of the same; stream-stream-outer: OuterJoinStreams
 //	fk-join            JoinTablesOnForeignKey of table "left" (value "x:payload" names foreign key "x") with table "right"
-//	fk-join-left       LeftJoinTablesOnForeignKey of the same ("materialize": the result has a store)
+//	fk-join-left       LeftJoinTablesOnForeignKey of the same ("materialize": the result has a store; "history": both tables versioned)
 //	to-table           ToTable of "in" ("materialize": in a store; "rekey": re-key first)
 //	table-filter       NewTable + Filter (drops the value "filter"), table-mapvalues: + MapTableValues
 //	table-groupby      GroupTable of table "in" by the value's first character ("-": null key, "_": null value;
@@ -52,6 +52,8 @@
 //	stream-table-versioned  Join of stream "left" with versioned table "right" ("history"; "left": LeftJoin; "rekey")
 //	stream-table-grace      the same with WithGrace("grace")
 //	table-table-versioned   JoinTables of versioned tables "left" and "right" ("history")
+//	table-table-versioned-left   LeftJoinTables of the same
+//	table-table-versioned-outer  OuterJoinTables of the same
 //	stateless          FlatMapValues (split on ",") + MapValues (upper case); merge: Merge of "left" and "right"
 //	headers            FilterWithHeaders (drops records with a header named "filter") + MapValuesWithHeaders (appends
 //	                   the last "trace" header to the value, sets header "seen" to the old value), then To or "agg": "count"

@@ -8,7 +8,7 @@ import (
 
 // The foreign-key table–table joins: table "left", whose values name the
 // foreign key before a colon ("x:payload" → "x"), joined with table
-// "right".
+// "right"; versioned tables with the script's "history".
 func init() {
 	register(buildFKJoin, "fk-join", "fk-join-left")
 }
@@ -22,8 +22,12 @@ func foreignKey(_, v string) string {
 
 func buildFKJoin(c *opBuild) {
 	c.count = false
-	left := c.table("left", "left-store")
-	right := c.table("right", "right-store")
+	var left, right topology.Table[string, string]
+	if c.s.History != 0 { // versioned tables
+		left, right = c.versionedTable("left", "left-store"), c.versionedTable("right", "right-store")
+	} else {
+		left, right = c.table("left", "left-store"), c.table("right", "right-store")
+	}
 	var opts []topology.Option
 	if c.s.Materialize {
 		opts = append(opts, topology.Materialized(c.name("fk-join-store")))

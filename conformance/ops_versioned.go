@@ -10,15 +10,29 @@ import (
 func init() {
 	register(buildVersionedTable, "versioned-table")
 	register(buildVersionedJoin, "stream-table-versioned", "stream-table-grace")
-	register(buildVersionedTableTable, "table-table-versioned")
+	register(buildVersionedTableTable, "table-table-versioned", "table-table-versioned-left", "table-table-versioned-outer")
 }
 
-// buildVersionedTableTable joins two versioned tables.
+// buildVersionedTableTable joins two versioned tables: inner, left or
+// outer by the op.
 func buildVersionedTableTable(c *opBuild) {
 	c.count = false
 	left := c.versionedTable("left", "left-store")
 	right := c.versionedTable("right", "right-store")
-	topology.JoinTables(left, right, func(_, v1, v2 string) string { return v1 + "+" + v2 }).ToStream().To(c.name("out"))
+	var out topology.Table[string, string]
+	switch c.s.Op {
+	case "table-table-versioned":
+		out = topology.JoinTables(left, right, func(_, v1, v2 string) string { return v1 + "+" + v2 })
+	case "table-table-versioned-left":
+		out = topology.LeftJoinTables(left, right, func(_, v1, v2 string, found bool) string {
+			return v1 + "+" + orNull(v2, found)
+		})
+	default:
+		out = topology.OuterJoinTables(left, right, func(_, v1 string, found1 bool, v2 string, found2 bool) string {
+			return orNull(v1, found1) + "+" + orNull(v2, found2)
+		})
+	}
+	out.ToStream().To(c.name("out"))
 }
 
 // versionedTable returns the string table of topic, versioned with the

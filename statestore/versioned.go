@@ -17,7 +17,11 @@ import (
 // The store has a history retention: its observed stream time is the
 // largest timestamp put so far, and a version is kept while it may still be
 // asked for, that is while its end of validity is after stream time minus
-// the retention (the latest version of a key is kept until it is replaced).
+// the retention. A key's latest version is kept until it is replaced,
+// unless it is a tombstone: a tombstone from at or before stream time minus
+// the retention is deleted with the key's last trace, as Kafka Streams'
+// tombstones expire with their segments (no put may land before it, and
+// every lookup answers as for a key never seen).
 // The retention is also the store's grace period: a put or delete older
 // than stream time minus the retention is not applied (PutExpired), and an
 // as-of lookup older than that finds only a latest version.
@@ -30,6 +34,7 @@ import (
 //	0x01 ‖ len(key) (4) ‖ key                    → latest version: validFrom (8) ‖ flag ‖ value
 //	0x02 ‖ len(key) (4) ‖ key ‖ ts (8)           → older version valid from ts: flag ‖ value
 //	0x03 ‖ end (8) ‖ len(key) (4) ‖ key ‖ ts (8) → empty: older versions indexed by end
+//	0x04 ‖ ts (8) ‖ len(key) (4) ‖ key           → empty: latest tombstones indexed by ts
 //
 // Timestamps are big-endian with the sign bit flipped, so that a key's older
 // versions sort by timestamp; the flag is 1 for a value, 0 for a tombstone.
@@ -93,6 +98,7 @@ const (
 	versionedLatest byte = 0x01
 	versionedOlder  byte = 0x02
 	versionedEnds   byte = 0x03
+	versionedTombs  byte = 0x04
 )
 
 // noTimestamp is the observed stream time before any put, as Kafka's
@@ -195,6 +201,17 @@ func (s *versioned) put(key, value []byte, at int64) (PutStatus, time.Time, erro
 				return 0, time.Time{}, err
 			}
 			if err := s.kv.Put(endKey(at, key, latest.from), []byte{}); err != nil {
+				return 0, time.Time{}, err
+			}
+		}
+		// The index of latest tombstones follows the latest version.
+		if ok && latest.value == nil {
+			if err := s.kv.Delete(tombKey(latest.from, key)); err != nil {
+				return 0, time.Time{}, err
+			}
+		}
+		if value == nil {
+			if err := s.kv.Put(tombKey(at, key), []byte{}); err != nil {
 				return 0, time.Time{}, err
 			}
 		}
@@ -361,11 +378,61 @@ func (s *versioned) neighbours(key []byte, at int64) (prev, next *int64, same bo
 //
 //	0x03 ‖ end (8) ‖ len(key) (4) ‖ key ‖ from (8) → empty
 //
-// one entry per older version, kept in step by put.
+// one entry per older version, kept in step by put. It then deletes the
+// latest tombstones from at or before cut (see expireTombstones).
 func (s *versioned) expire(cut int64) error {
 	if cut == math.MaxInt64 {
 		return nil
 	}
+	if err := s.expireOlder(cut); err != nil {
+		return err
+	}
+	return s.expireTombstones(cut)
+}
+
+// expireTombstones deletes the latest versions that are tombstones from at
+// or before cut, through their index (one entry per latest tombstone, kept
+// in step by put). Nothing tells such a key from one never put: a put
+// before the tombstone is older than cut, so expired; a put at or after it
+// replaces it as the latest; an as-of lookup finds nothing either way; and
+// every older version of the key ended at or before the tombstone, so was
+// expired first.
+func (s *versioned) expireTombstones(cut int64) error {
+	it, err := s.kv.Range([]byte{versionedTombs}, tombBound(cut+1))
+	if err != nil {
+		return err
+	}
+	var tombs [][]byte
+	for it.Next() {
+		tombs = append(tombs, it.Key())
+	}
+	if err := errors.Join(it.Err(), it.Close()); err != nil {
+		return err
+	}
+	for _, e := range tombs {
+		if len(e) < 1+8+4 || len(e) != 13+int(binary.BigEndian.Uint32(e[9:13])) {
+			return fmt.Errorf("%w: tombstone index key of %d bytes", ErrCorruptVersion, len(e))
+		}
+		key := e[13:]
+		from := int64(binary.BigEndian.Uint64(e[1:9]) ^ (1 << 63))
+		latest, ok, err := s.latest(key)
+		if err != nil {
+			return err
+		}
+		if ok && latest.value == nil && latest.from == from {
+			if err := s.kv.Delete(latestKey(key)); err != nil {
+				return err
+			}
+		}
+		if err := s.kv.Delete(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// expireOlder deletes the older versions that ended at or before cut.
+func (s *versioned) expireOlder(cut int64) error {
 	it, err := s.kv.Range([]byte{versionedEnds}, endBound(cut+1))
 	if err != nil {
 		return err
@@ -394,6 +461,15 @@ func (s *versioned) expire(cut int64) error {
 
 func endBound(end int64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{versionedEnds}, uint64(end)^(1<<63))
+}
+
+func tombBound(from int64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{versionedTombs}, uint64(from)^(1<<63))
+}
+
+func tombKey(from int64, key []byte) []byte {
+	b := binary.BigEndian.AppendUint32(tombBound(from), uint32(len(key)))
+	return append(b, key...)
 }
 
 func endKey(end int64, key []byte, from int64) []byte {

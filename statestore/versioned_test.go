@@ -109,3 +109,41 @@ func TestVersionedMatchesModel(t *testing.T) {
 		}
 	}
 }
+
+// A key deleted longer ago than the history retention leaves nothing in
+// the store, as in Kafka Streams, whose tombstones live in segments that
+// expire: a table of short-lived keys stays bounded.
+func TestVersionedExpiresOldTombstones(t *testing.T) {
+	kv := statestore.NewInMemoryKeyValue("v")
+	s := statestore.NewVersioned(kv, 10*time.Millisecond)
+	for i := range 100 {
+		k := []byte{byte(i)}
+		_, _, err := s.Put(k, []byte("x"), time.UnixMilli(int64(i)))
+		require.NoError(t, err)
+		_, _, err = s.Put(k, nil, time.UnixMilli(int64(i)+1))
+		require.NoError(t, err)
+	}
+	// Keys 90 to 99 were deleted after 90, stream time 100 minus the
+	// retention: each keeps its tombstone, its older value and their two
+	// index entries; the other keys left nothing. Plus the stream time.
+	it, err := kv.Range(nil, nil)
+	require.NoError(t, err)
+	n := 0
+	for it.Next() {
+		n++
+	}
+	require.NoError(t, it.Close())
+	require.Equal(t, 1+4*10, n, "entries left in the store")
+
+	// A deleted key whose tombstone expired reads as absent, and a put
+	// after it is the key's latest.
+	_, ok, err := s.LatestTimestamp([]byte{0})
+	require.NoError(t, err)
+	require.False(t, ok)
+	_, ok, err = s.GetAsOf([]byte{0}, time.UnixMilli(95))
+	require.NoError(t, err)
+	require.False(t, ok)
+	st, _, err := s.Put([]byte{0}, []byte("y"), time.UnixMilli(95))
+	require.NoError(t, err)
+	require.Equal(t, statestore.PutLatest, st)
+}

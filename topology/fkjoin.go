@@ -101,15 +101,20 @@ func fkJoin[K, V, KO, VO, VR any](t Table[K, V], other Table[KO, VO], foreignKey
 	subTopic := processor.TopicRef{Name: base + "-subscription-registration-repartition", Internal: true}
 	respTopic := processor.TopicRef{Name: base + "-subscription-response-repartition", Internal: true}
 	values, subs := base+"-left-values", base+"-subscription-store"
-	otherTS := b.timestampsOf(other.store)
+	var otherTS string // the other side's timestamps, when it is not versioned
+	if !other.versioned {
+		otherTS = b.timestampsOf(other.store)
+	}
 	ks, vs, kos, vos, otherStore := t.ks, t.vs, other.ks, other.vs, other.store
+	leftGate, rightGate := newVersionGate(t), newVersionGate(other)
 
 	send := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
-			return &fkSend[K, V, KO]{values: values, topic: subTopic, ks: ks, vs: vs, kos: kos, foreignKey: foreignKey, left: left}
+			return &fkSend[K, V, KO]{values: values, topic: subTopic, ks: ks, vs: vs, kos: kos, foreignKey: foreignKey, left: left, gate: leftGate}
 		},
 	}, "", config{name: base + "-subscription-registration-processor"}, t.node)
+	leftGate.connect(b, send)
 	b.addStore(statestore.Spec{Name: values, Kind: statestore.KindKeyValue, Logged: true}, send)
 	if sd, ok := b.stores[values]; ok {
 		sd.companion = true
@@ -120,18 +125,21 @@ func fkJoin[K, V, KO, VO, VR any](t Table[K, V], other Table[KO, VO], foreignKey
 	recv := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
-			return &fkReceive[KO, VO]{subs: subs, other: otherStore, otherTS: otherTS, subTopic: subTopic, respTopic: respTopic, kos: kos, vos: vos}
+			return &fkReceive[KO, VO]{subs: subs, other: otherStore, otherTS: otherTS, subTopic: subTopic, respTopic: respTopic, kos: kos, vos: vos, gate: rightGate}
 		},
 	}, "", config{name: base + "-subscription-receive"}, subSrc)
 	b.addStore(statestore.Spec{Name: subs, Kind: statestore.KindKeyValue, Logged: true}, recv)
 	b.connectStore(recv, otherStore)
-	b.connectStore(recv, otherTS)
+	if otherTS != "" {
+		b.connectStore(recv, otherTS)
+	}
 	foreign := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
-			return &fkForeignJoin[KO, VO]{subs: subs, subTopic: subTopic, respTopic: respTopic, kos: kos, vos: vos}
+			return &fkForeignJoin[KO, VO]{subs: subs, subTopic: subTopic, respTopic: respTopic, kos: kos, vos: vos, gate: rightGate}
 		},
 	}, "", config{name: base + "-foreign-join-subscription"}, other.node)
+	rightGate.connect(b, foreign)
 	b.connectStore(foreign, subs)
 	respSink := b.addNode(&nodeDef{kind: processor.KindSink, topic: respTopic, encode: rawEncode},
 		"", config{name: base + "-subscription-response-sink"}, recv, foreign)
@@ -203,6 +211,7 @@ type fkSend[K, V, KO any] struct {
 	kos        serde.Serde[KO]
 	foreignKey func(K, V) KO
 	left       bool
+	gate       versionGate[K, V] // skips a versioned left table's out-of-order updates
 
 	resolved string
 	kv       *statestore.KV[K, V]
@@ -212,12 +221,18 @@ func (p *fkSend[K, V, KO]) Init(ctx processor.Context[any, any]) error {
 	p.resolved = p.topic.Resolve(ctx.ApplicationID())
 	kv, err := processor.KeyValueStore(ctx, p.values, p.ks, p.vs)
 	p.kv = kv
+	if err == nil {
+		err = p.gate.init(ctx)
+	}
 	return err
 }
 
 func (p *fkSend[K, V, KO]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
 	k, ok, err := tableKey[K](ctx, r)
 	if !ok {
+		return err
+	}
+	if skip, err := p.gate.outOfOrder(k, r.Timestamp); skip || err != nil {
 		return err
 	}
 	old, hadOld, err := p.kv.Get(k)

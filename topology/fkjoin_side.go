@@ -14,10 +14,11 @@ import (
 // SubscriptionReceiveProcessorSupplier and SubscriptionJoinProcessorSupplier
 // in one node.
 type fkReceive[KO, VO any] struct {
-	subs, other, otherTS string
+	subs, other, otherTS string // otherTS "" when other is versioned
 	subTopic, respTopic  processor.TopicRef
 	kos                  serde.Serde[KO]
 	vos                  serde.Serde[VO]
+	gate                 versionGate[KO, VO] // reads a versioned other table
 
 	subName, respName string
 	store             statestore.KeyValueStore
@@ -30,6 +31,9 @@ func (p *fkReceive[KO, VO]) Init(ctx processor.Context[any, any]) error {
 	var err error
 	if p.store, err = kvStore(ctx, p.subs); err != nil {
 		return err
+	}
+	if p.otherTS == "" {
+		return p.gate.init(ctx)
 	}
 	if p.right, err = processor.KeyValueStore(ctx, p.other, p.kos, p.vos); err != nil {
 		return err
@@ -72,10 +76,17 @@ func (p *fkReceive[KO, VO]) Process(ctx processor.Context[any, any], r processor
 		if err != nil {
 			return err
 		}
-		if vo, found, err = p.right.Get(k); err != nil {
+		if p.right == nil { // versioned
+			var vts time.Time
+			if vo, vts, found, err = p.gate.latest(k); err != nil {
+				return fmt.Errorf("topology: foreign-key join with %q: %w", p.other, err)
+			}
+			if found && vts.After(ts) {
+				ts = vts
+			}
+		} else if vo, found, err = p.right.Get(k); err != nil {
 			return fmt.Errorf("topology: foreign-key join with %q: %w", p.other, err)
-		}
-		if found {
+		} else if found {
 			rts, ok, err := p.rightTS.Get(k)
 			if err != nil {
 				return fmt.Errorf("topology: foreign-key join with %q: %w", p.other, err)
@@ -114,6 +125,7 @@ type fkForeignJoin[KO, VO any] struct {
 	subTopic, respTopic processor.TopicRef
 	kos                 serde.Serde[KO]
 	vos                 serde.Serde[VO]
+	gate                versionGate[KO, VO] // skips a versioned other table's out-of-order updates
 
 	subName, respName string
 	store             statestore.KeyValueStore
@@ -122,8 +134,10 @@ type fkForeignJoin[KO, VO any] struct {
 func (p *fkForeignJoin[KO, VO]) Init(ctx processor.Context[any, any]) error {
 	p.subName, p.respName = p.subTopic.Resolve(ctx.ApplicationID()), p.respTopic.Resolve(ctx.ApplicationID())
 	var err error
-	p.store, err = kvStore(ctx, p.subs)
-	return err
+	if p.store, err = kvStore(ctx, p.subs); err != nil {
+		return err
+	}
+	return p.gate.init(ctx)
 }
 
 func (p *fkForeignJoin[KO, VO]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
@@ -133,6 +147,9 @@ func (p *fkForeignJoin[KO, VO]) Process(ctx processor.Context[any, any], r proce
 	}
 	k, err := processor.As[KO](r.Key)
 	if err != nil {
+		return err
+	}
+	if skip, err := p.gate.outOfOrder(k, r.Timestamp); skip || err != nil {
 		return err
 	}
 	fk, err := p.kos.Serialize(p.subName, k)

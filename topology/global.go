@@ -42,7 +42,8 @@ type globalDef struct {
 // Streams names it. The store is queryable on every instance. A record
 // with a null value deletes its key; a record with a null key is dropped
 // and counted; a record the serdes cannot read follows the application's
-// bad-record policy.
+// bad-record policy. A global table cannot be versioned: Build reports
+// Versioned among its options, as Kafka Streams rejects a versioned store.
 func NewGlobalTable[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde.Serde[V], opts ...Option) GlobalTable[K, V] {
 	cfg := newConfig(opts)
 	store := cfg.store
@@ -66,6 +67,11 @@ func NewGlobalTable[K, V any](b *Builder, topic string, ks serde.Serde[K], vs se
 	if ks == nil || vs == nil {
 		b.failf("NewGlobalTable(%q): nil serde", topic)
 		return gt
+	}
+	if cfg.versioned != nil {
+		// Kafka Streams rejects a versioned store for a global table;
+		// ignoring the option would silently join the latest values.
+		b.failf("NewGlobalTable(%q): a global table cannot be versioned", topic)
 	}
 	switch {
 	case topic == "":

@@ -2,6 +2,7 @@ package topology_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -124,9 +125,11 @@ func TestGlobalTableMistakes(t *testing.T) {
 	topology.NewGlobalTable(b, "u", serde.String(), serde.String(), topology.Materialized("s"))
 	topology.NewGlobalTable(b, "v", serde.String(), serde.String(), topology.Materialized("s"))
 	topology.NewGlobalTable[string, string](b, "w", nil, serde.String())
+	topology.NewGlobalTable(b, "x", serde.String(), serde.String(), topology.Versioned(time.Minute))
 	_, err := b.Build()
 	require.ErrorIs(t, err, topology.ErrInvalidTopology)
 	require.ErrorContains(t, err, "topic t is already read")
 	require.ErrorContains(t, err, `store "s" declared twice`)
 	require.ErrorContains(t, err, `NewGlobalTable("w"): nil serde`)
+	require.ErrorContains(t, err, `NewGlobalTable("x"): a global table cannot be versioned`)
 }

@@ -29,7 +29,9 @@ import (
 // join's while the left side has it, an outer join's while either has it.
 // While the other side has the key, a delete of this side is forwarded (as
 // a delete or a recomputed result) even if this side did not have the key:
-// Kafka Streams does the same.
+// Kafka Streams does the same. With a versioned side, the three joins go
+// through joinVersionedTables (versioned_join.go), which also skips that
+// side's out-of-order updates.
 
 // JoinTables joins two tables on their keys (an inner join): the result has
 // joiner(k, v1, v2) for each key present in both, and is updated by updates
@@ -37,7 +39,9 @@ import (
 // is stamped with the later of the two sides' timestamps.
 func JoinTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], joiner func(K, V1, V2) VR, opts ...Option) Table[K, VR] {
 	if (a.versioned || c.versioned) && a.b == c.b && a.store != "" && c.store != "" {
-		return joinVersionedTables(a, c, joiner, newConfig(opts))
+		return joinVersionedTables(a, c, false, false, func(k K, v1 V1, _ bool, v2 V2, _ bool) VR {
+			return joiner(k, v1, v2)
+		}, newConfig(opts))
 	}
 	return joinTables(a, c, "JoinTables", false, false, func(k K, v1 V1, _ bool, v2 V2, _ bool) VR {
 		return joiner(k, v1, v2)
@@ -51,9 +55,11 @@ func JoinTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], joiner func(K
 // deletes it. An update of c recomputes the result of a key a has; a
 // delete of c recomputes it with found false.
 func LeftJoinTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], joiner func(k K, v1 V1, v2 V2, found bool) VR, opts ...Option) Table[K, VR] {
-	return joinTables(a, c, "LeftJoinTables", true, false, func(k K, v1 V1, _ bool, v2 V2, found bool) VR {
-		return joiner(k, v1, v2, found)
-	}, opts)
+	join := func(k K, v1 V1, _ bool, v2 V2, found bool) VR { return joiner(k, v1, v2, found) }
+	if (a.versioned || c.versioned) && a.b == c.b && a.store != "" && c.store != "" {
+		return joinVersionedTables(a, c, true, false, join, newConfig(opts))
+	}
+	return joinTables(a, c, "LeftJoinTables", true, false, join, opts)
 }
 
 // OuterJoinTables joins two tables on their keys, keeping every key of
@@ -63,6 +69,9 @@ func LeftJoinTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], joiner fu
 // update or delete of either side recomputes the result; the result is
 // deleted when the key is deleted from the only side that had it.
 func OuterJoinTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], joiner func(k K, v1 V1, found1 bool, v2 V2, found2 bool) VR, opts ...Option) Table[K, VR] {
+	if (a.versioned || c.versioned) && a.b == c.b && a.store != "" && c.store != "" {
+		return joinVersionedTables(a, c, true, true, joiner, newConfig(opts))
+	}
 	return joinTables(a, c, "OuterJoinTables", true, true, joiner, opts)
 }
 

@@ -37,8 +37,8 @@ import (
 // store) forwards every update that fails it as a delete, present or not,
 // as Kafka Streams' filter does with versioned semantics.
 //
-// JoinTables of a versioned table follows Kafka Streams' versioned
-// semantics: an update of a versioned side older than that side's latest
+// JoinTables, LeftJoinTables and OuterJoinTables of a versioned table
+// follow Kafka Streams' versioned semantics: an update of a versioned side older than that side's latest
 // version is skipped (it went into the side's history only), and a
 // versioned side is looked up by its latest version, stamped with that
 // version's timestamp.

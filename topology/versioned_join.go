@@ -142,24 +142,31 @@ func (p *versionedJoinProc[K, V, VT, VR]) doJoin(ctx processor.Context[any, any]
 	return ctx.Forward(r)
 }
 
-// joinVersionedTables is JoinTables when a side is versioned: each side's
-// node skips its side's out-of-order updates when that side is versioned,
-// and reads the other side as it is stored.
-func joinVersionedTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], joiner func(K, V1, V2) VR, cfg config) Table[K, VR] {
+// joinVersionedTables is JoinTables, LeftJoinTables or OuterJoinTables
+// when a side is versioned (Kafka Streams' KTableKTable*Join with
+// versioned semantics, KIP-914): each side's node skips its side's
+// out-of-order updates when that side is versioned (they only enter its
+// history, and the result is unchanged), and reads the other side's
+// latest value as it is stored. keepA and keepB say which sides keep
+// their keys when the other side does not have them, as in joinTables.
+func joinVersionedTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], keepA, keepB bool, joiner func(K, V1, bool, V2, bool) VR, cfg config) Table[K, VR] {
 	b := a.b
 	ks := a.ks
 	aSide, cSide := tableSideOf(a), tableSideOf(c)
+	var aPresent, cPresent string // set once the nodes have their names; read when tasks start
 	left := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
-			return &versionedTableJoinSide[K, V1, V2, VR]{own: aSide, other: cSide, ks: ks, vs: a.vs, vos: c.vs, join: joiner}
+			return &versionedTableJoinSide[K, V1, V2, VR]{own: aSide, other: cSide, present: aPresent, ks: ks, vs: a.vs, vos: c.vs,
+				keepThis: keepA, keepOther: keepB, join: joiner}
 		},
 	}, "KTABLE-JOINTHIS", config{}, a.node)
 	right := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
-			return &versionedTableJoinSide[K, V2, V1, VR]{own: cSide, other: aSide, ks: ks, vs: c.vs, vos: a.vs,
-				join: func(k K, v2 V2, v1 V1) VR { return joiner(k, v1, v2) }}
+			return &versionedTableJoinSide[K, V2, V1, VR]{own: cSide, other: aSide, present: cPresent, ks: ks, vs: c.vs, vos: a.vs,
+				keepThis: keepB, keepOther: keepA,
+				join: func(k K, v2 V2, ok2 bool, v1 V1, ok1 bool) VR { return joiner(k, v1, ok1, v2, ok2) }}
 		},
 	}, "KTABLE-JOINOTHER", config{}, c.node)
 	for _, side := range []struct {
@@ -173,6 +180,15 @@ func joinVersionedTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], join
 		if !side.other.versioned {
 			b.connectStore(side.n, side.other.timestamps)
 		}
+	}
+	// A kept side remembers its keys, as in joinTables.
+	if keepA {
+		aPresent = left.name + "-present"
+		b.addCompanion(aPresent, left)
+	}
+	if keepB {
+		cPresent = right.name + "-present"
+		b.addCompanion(cPresent, right)
 	}
 	merge := b.stateless("KTABLE-MERGE", cfg, forwardAll, left, right)
 	out := Table[K, VR]{b: b, node: merge, ks: a.ks, vs: inferSerde[VR]()}
@@ -201,21 +217,32 @@ func tableSideOf[K, V any](t Table[K, V]) tableSide {
 // join of which a side is versioned.
 type versionedTableJoinSide[K, V, VO, VR any] struct {
 	own, other tableSide
+	present    string // this side's keys; "" unless keepThis
 	ks         serde.Serde[K]
 	vs         serde.Serde[V]
 	vos        serde.Serde[VO]
-	join       func(K, V, VO) VR
+	// keepThis: this side's keys have a result when the other side does
+	// not have them; keepOther: the other side's keys have one when this
+	// side does not.
+	keepThis, keepOther bool
+	join                func(k K, v V, found bool, vo VO, foundOther bool) VR
 
 	ownVersions   *statestore.Versions[K, V]  // when own is versioned
 	otherVersions *statestore.Versions[K, VO] // when other is versioned
 	otherKV       *statestore.KV[K, VO]       // otherwise, with otherTS
 	otherTS       *statestore.KV[K, int64]
+	keys          *statestore.KV[K, int64] // this side's keys, when keepThis
 }
 
 func (p *versionedTableJoinSide[K, V, VO, VR]) Init(ctx processor.Context[any, any]) error {
 	var err error
 	if p.own.versioned {
 		if p.ownVersions, err = versionedStore(ctx, p.own.store, p.own.history, p.ks, p.vs); err != nil {
+			return err
+		}
+	}
+	if p.present != "" {
+		if p.keys, err = processor.KeyValueStore(ctx, p.present, p.ks, serde.Int64()); err != nil {
 			return err
 		}
 	}
@@ -244,25 +271,59 @@ func (p *versionedTableJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any
 			return nil // out of order: only in this side's history
 		}
 	}
+	var v V
+	if r.Value != nil {
+		if v, err = processor.As[V](r.Value); err != nil {
+			return err
+		}
+	}
+	had, err := p.remember(k, r.Value != nil)
+	if err != nil {
+		return err
+	}
 	vo, ts, found, err := p.lookup(k)
 	if err != nil {
 		return fmt.Errorf("topology: join with %q: %w", p.other.store, err)
 	}
 	if !found {
-		return nil
+		if !p.keepThis || (r.Value == nil && !had) {
+			return nil
+		}
+		if r.Value != nil {
+			r.Value = p.join(k, v, true, vo, false)
+		}
+		return ctx.Forward(r) // a delete of this side deletes the result
 	}
 	if ts.After(r.Timestamp) {
 		r.Timestamp = ts
 	}
-	if r.Value == nil {
-		return ctx.Forward(r) // this side deleted: the result is deleted
+	switch {
+	case r.Value != nil:
+		r.Value = p.join(k, v, true, vo, true)
+	case p.keepOther:
+		r.Value = p.join(k, v, false, vo, true)
 	}
-	v, err := processor.As[V](r.Value)
+	return ctx.Forward(r) // a nil value: this side deleted, so is the result
+}
+
+// remember records whether this side now has k, when it is kept, and
+// reports whether it had k before.
+func (p *versionedTableJoinSide[K, V, VO, VR]) remember(k K, has bool) (bool, error) {
+	if p.keys == nil {
+		return false, nil
+	}
+	_, had, err := p.keys.Get(k)
+	if err == nil {
+		if has {
+			err = p.keys.Put(k, 1)
+		} else if had {
+			err = p.keys.Delete(k)
+		}
+	}
 	if err != nil {
-		return err
+		return false, fmt.Errorf("topology: table join: %w", err)
 	}
-	r.Value = p.join(k, v, vo)
-	return ctx.Forward(r)
+	return had, nil
 }
 
 // lookup returns the other side's value of k and its timestamp.

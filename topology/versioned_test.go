@@ -1,6 +1,7 @@
 package topology_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -129,4 +130,41 @@ func TestVersionedJoinNullKey(t *testing.T) {
 	}
 	require.Empty(t, d.Topic("inner"))
 	require.Equal(t, int64(1), d.Counters()["dropped-records-null"])
+}
+
+// A left join of a versioned table with a plain one skips the versioned
+// side's out-of-order updates and stamps results with the plain side's
+// timestamps, which it keeps beside its store.
+func TestLeftJoinVersionedWithPlainTable(t *testing.T) {
+	b := topology.NewBuilder()
+	str := serde.String()
+	left := topology.NewTable(b, "left", str, str, topology.Materialized("l"), topology.Versioned(time.Minute))
+	right := topology.NewTable(b, "right", str, str, topology.Materialized("r"))
+	topology.LeftJoinTables(left, right, func(_, v1, v2 string, found bool) string {
+		if !found {
+			v2 = "null"
+		}
+		return v1 + "+" + v2
+	}).ToStream().To("out")
+	d := newDriver(t, b)
+	l := topologytest.Input(d, "left", str, str)
+	r := topologytest.Input(d, "right", str, str)
+	require.NoError(t, l.Pipe("a", "1", ms(10)))
+	require.NoError(t, r.Pipe("a", "A", ms(20)))
+	require.NoError(t, l.Pipe("a", "0", ms(5))) // out of order: skipped
+	require.NoError(t, l.Pipe("a", "2", ms(15)))
+	require.NoError(t, r.PipeTombstone("a", ms(30)))
+	require.NoError(t, l.PipeTombstone("a", ms(40)))
+	require.NoError(t, l.PipeTombstone("a", ms(35))) // out of order: skipped
+	got, err := topologytest.Output(d, "out", str, str).ReadRecords()
+	require.NoError(t, err)
+	var lines []string
+	for _, rec := range got {
+		v := rec.Value
+		if rec.Tombstone {
+			v = "<delete>"
+		}
+		lines = append(lines, fmt.Sprintf("%s=%s@%d", rec.Key, v, rec.Timestamp.UnixMilli()))
+	}
+	require.Equal(t, []string{"a=1+null@10", "a=1+A@20", "a=2+A@20", "a=2+null@30", "a=<delete>@40"}, lines)
 }

@@ -33,8 +33,9 @@ final class ForeignKeyJoins implements Oracle.Family {
       default:
         return false;
     }
-    KTable<String, String> l = table(b, "left", "left-store");
-    KTable<String, String> r = table(b, "right", "right-store");
+    boolean versioned = s.has("history");
+    KTable<String, String> l = versioned ? Versioned.versionedTable(b, s, "left", "left-store") : table(b, "left", "left-store");
+    KTable<String, String> r = versioned ? Versioned.versionedTable(b, s, "right", "right-store") : table(b, "right", "right-store");
     Materialized<String, String, KeyValueStore<Bytes, byte[]>> m =
         s.path("materialize").asBoolean(false)
             ? Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("fk-join-store")

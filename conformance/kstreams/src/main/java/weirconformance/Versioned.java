@@ -59,6 +59,18 @@ final class Versioned implements Oracle.Family {
         left.join(right, (v1, v2) -> v1 + "+" + v2).toStream().to("out", Oracle.OUT);
         return true;
       }
+      case "table-table-versioned-left": {
+        KTable<String, String> left = versionedTable(b, s, "left", "left-store");
+        KTable<String, String> right = versionedTable(b, s, "right", "right-store");
+        left.leftJoin(right, (v1, v2) -> v1 + "+" + v2).toStream().to("out", Oracle.OUT);
+        return true;
+      }
+      case "table-table-versioned-outer": {
+        KTable<String, String> left = versionedTable(b, s, "left", "left-store");
+        KTable<String, String> right = versionedTable(b, s, "right", "right-store");
+        left.outerJoin(right, (v1, v2) -> v1 + "+" + v2).toStream().to("out", Oracle.OUT);
+        return true;
+      }
       default:
         return false;
     }
