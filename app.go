@@ -56,7 +56,7 @@ func New(topo *topology.Topology, opts ...Option) (*App, error) {
 		}
 	}
 	cfg.ensureDefaults()
-	err := cfg.validate()
+	err := errors.Join(cfg.validate(), cfg.validateSinks(topo))
 	if topo == nil {
 		err = errors.Join(fmt.Errorf("%w: nil topology", ErrConfig), err)
 	}
@@ -138,6 +138,7 @@ func (a *App) run(ctx context.Context) error {
 		CreateSinks:     a.cfg.createSinks,
 		SkipSinkTopics:  a.cfg.mode == MicroBatch && a.cfg.microBatch.ForEachBatch != nil,
 		TransactionalID: txnID,
+		ExternalSinks:   a.cfg.sinks,
 	})
 	if err != nil {
 		return fmt.Errorf("weir: %w", err)

@@ -1,0 +1,71 @@
+// Package sink is weir's interface to external stores — a database
+// table behind a service's API, say — written exactly once from a
+// topology's ToSink, in both execution modes.
+//
+// A Sink is handed, for each task (a sub-topology's partition), the
+// records the task wrote to it during an epoch (continuous mode) or a
+// batch (micro-batch mode), in a Batch. It writes them in one
+// transaction of its own together with the task's progress row, and that
+// row is how weir knows, after any crash, what the store already holds.
+// The package postgres is the PostgreSQL implementation.
+//
+// # The id of a write: the task's input position
+//
+// A Batch's id is its To Position: for each source partition of the
+// task, the next offset after the input records whose outputs the batch
+// holds. Replaying the same input gives the same position, whichever
+// instance replays it, and positions only grow, so a store that keeps the
+// last position it committed per task can tell a write it already has
+// (every record's input is covered by it) from a new one. Epoch and batch
+// numbers cannot serve: continuous epochs are cut by time, so a replay
+// cuts them elsewhere, and a partition that moves to another instance
+// meets that instance's own batch numbers.
+//
+// # The protocol, per task
+//
+//  1. Claim. When an instance acquires a task it calls Sink.Claim with
+//     the task's fencing token, its writer generation (the consumer
+//     group generation it was assigned the partition in). In one
+//     transaction the sink raises the progress row's generation to it and
+//     returns the position committed so far. From then on every write of
+//     an older generation is refused (a zombie: a member that stalled
+//     past its session timeout and woke up after its partitions moved).
+//  2. Process. The task's outputs to the sink are buffered per task.
+//     Outputs of an input record the claimed position covers are dropped:
+//     the store has them from a previous owner's write, or from this
+//     instance's own write whose Kafka commit did not happen.
+//  3. Write, before Kafka's commit. At the epoch's or batch's commit,
+//     before the Kafka transaction (exactly-once) or the offset commit
+//     (at-least-once), every task with buffered records gets one
+//     Sink.Write: the records, the position To, the generation. In one
+//     database transaction the sink locks the progress row, refuses a
+//     generation older than the row's (ErrFenced), leaves out records
+//     the row's position already covers, writes the rest and stores To.
+//  4. Kafka's commit. Only once every task's write returned does the
+//     epoch commit in Kafka. A failed write leaves the epoch uncommitted:
+//     the engine retries it with back-off, then rewinds to the committed
+//     offsets, as after an aborted transaction.
+//
+// So the store is never behind Kafka's committed offsets (step 3 comes
+// before step 4) and at most one epoch ahead of them. A crash between 3
+// and 4 replays that epoch from Kafka's committed offsets, on the
+// instance that had it or on another; the replay rebuilds the state and
+// the Kafka outputs (under exactly-once the aborted transaction left
+// none), and step 2 drops the sink outputs the store already holds.
+//
+// # Bad records
+//
+// A record the store refuses (a constraint, a value a column cannot
+// hold) is handed to Batch.Bad with the store's error, which applies the
+// application's bad-record policy: skip it, dead-letter it, or fail the
+// write (and the application). A sink never lets one bad record block its
+// task.
+//
+// # Errors
+//
+// Write and Claim errors wrapping ErrFenced rewind the instance (it
+// rejoins the group); ErrPermanent stops the application (a missing
+// table, a permission: no retry helps); the error Batch.Bad returned
+// stops it too. Any other error is taken for an outage: retried with
+// back-off, the task's epoch waiting meanwhile.
+package sink

@@ -1,0 +1,76 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Sink is an external store written exactly once, per task, by the
+// protocol in the package doc. Implementations must be safe for
+// concurrent use: the writes of different tasks may run at once.
+type Sink interface {
+	// Claim fences every writer of task with a generation older than
+	// generation and returns the position the store committed for the
+	// task (empty if none). It is called when an instance acquires the
+	// task, before the task processes anything.
+	Claim(ctx context.Context, task Task, generation int32) (Position, error)
+	// Write stores b's records and b.To as the task's position, in one
+	// transaction: all or nothing. It refuses (ErrFenced) a generation
+	// older than the one the store holds for the task, and leaves out
+	// records whose input the stored position covers, so that a write
+	// repeated after an unknown outcome changes nothing.
+	Write(ctx context.Context, b *Batch) error
+}
+
+// Task names a task: a sub-topology of the topology and a partition of
+// its input topics.
+type Task struct {
+	Subtopology int
+	Partition   int32
+}
+
+// String returns the task as Kafka Streams writes task ids: "1_3".
+func (t Task) String() string { return fmt.Sprintf("%d_%d", t.Subtopology, t.Partition) }
+
+// Record is one record a task wrote to the sink: its key and value
+// encoded by the stream's serdes, and the input record whose processing
+// wrote it.
+type Record struct {
+	Key       []byte
+	Value     []byte // nil for a tombstone
+	Timestamp time.Time
+	Headers   []Header
+	// Source and Offset name the input record being processed when the
+	// record was written; Offset is -1 for a record a wall-clock
+	// punctuator wrote.
+	Source TopicPartition
+	Offset int64
+}
+
+// Header is a record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Batch is one task's share of an epoch or batch for one sink.
+type Batch struct {
+	// Sink is the name the topology's ToSink used.
+	Sink string
+	// Task is the task that wrote the records.
+	Task Task
+	// Generation is the writer's fencing token (see Sink.Claim).
+	Generation int32
+	// From is the position the writer knows the store holds for the task
+	// (its claim's, or its own last write's); To is the position after
+	// the records: the write's id.
+	From, To Position
+	// Records are in the order the task wrote them.
+	Records []Record
+	// Bad applies the bad-record policy to a record the store refuses,
+	// with the store's error. nil: the record is left out (skipped or
+	// dead-lettered) and the write goes on; an error: the write must
+	// fail with it.
+	Bad func(r Record, cause error) error
+}

@@ -1,0 +1,66 @@
+package weir
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/weirstream/weir/sink"
+	"github.com/weirstream/weir/topology"
+)
+
+// WithSink registers s as the external sink the topology's ToSink(name)
+// writes to: a database table, say, written per task and per epoch or
+// batch in the sink's own transactions, before Kafka's commit, with the
+// task's input position as the write's id (package sink states the
+// protocol; package sink/postgres is the PostgreSQL sink). Under
+// ExactlyOnce every output reaches the store exactly once, across
+// crashes, partition moves and zombie instances; under AtLeastOnce the
+// sink still writes each input's outputs once, but what the topology
+// computes may count replayed input twice (see docs/guarantees.md).
+//
+// Every name the topology's ToSink uses needs one, and every registered
+// name must be used: New reports both. Record caches (WithCacheMaxBytes)
+// do not work with external sinks. Continuous mode commits every epoch
+// under its barrier when the topology has external sinks (no commit
+// behind the next epoch's processing).
+func WithSink(name string, s sink.Sink) Option {
+	return func(c *config) {
+		if c.sinks == nil {
+			c.sinks = map[string]sink.Sink{}
+		}
+		c.sinks[name] = s
+	}
+}
+
+// validateSinks checks the external sinks against the topology's ToSink
+// names.
+func (c *config) validateSinks(topo *topology.Topology) error {
+	var bad []error
+	used := map[string]bool{}
+	if topo != nil {
+		for _, name := range topo.ExternalSinks() {
+			used[name] = true
+			if c.sinks[name] == nil {
+				bad = append(bad, fmt.Errorf("%w: ToSink(%q): no sink registered under that name (WithSink)", ErrConfig, name))
+			}
+		}
+	}
+	for name, s := range c.sinks {
+		switch {
+		case s == nil:
+			bad = append(bad, fmt.Errorf("%w: WithSink(%q): nil sink", ErrConfig, name))
+		case !used[name]:
+			bad = append(bad, fmt.Errorf("%w: WithSink(%q): the topology writes no sink of that name (ToSink)", ErrConfig, name))
+		}
+	}
+	if len(c.sinks) > 0 && c.cacheMaxBytes > 0 {
+		bad = append(bad, fmt.Errorf("%w: WithCacheMaxBytes: record caches do not work with external sinks (WithSink): their flush has no input position", ErrConfig))
+	}
+	if len(c.sinks) > 0 && c.mode == MicroBatch && c.microBatch.ForEachBatch != nil {
+		bad = append(bad, fmt.Errorf("%w: WithSink: micro-batch ForEachBatch takes every sink's records; use one or the other", ErrConfig))
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return errors.Join(bad...)
+}
