@@ -12,9 +12,10 @@ import (
 type Sink interface {
 	// Claim fences every writer of task with a generation older than
 	// generation and returns the position the store committed for the
-	// task (empty if none). It is called when an instance acquires the
-	// task, before the task processes anything.
-	Claim(ctx context.Context, task Task, generation int32) (Position, error)
+	// task (empty if none), for the sink the topology's ToSink(name)
+	// writes (Batch.Sink in writes). It is called when an instance
+	// acquires the task, before the task processes anything.
+	Claim(ctx context.Context, name string, task Task, generation int32) (Position, error)
 	// Write stores b's records and b.To as the task's position, in one
 	// transaction: all or nothing. It refuses (ErrFenced) a generation
 	// older than the one the store holds for the task, and leaves out

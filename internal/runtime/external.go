@@ -72,7 +72,7 @@ func (t *Task) claimExternal(ctx context.Context) error {
 			return fmt.Errorf("runtime: no external sink registered as %q", name)
 		}
 		for attempt := 1; ; attempt++ {
-			pos, err := s.Claim(ctx, task, t.writer)
+			pos, err := s.Claim(ctx, name, task, t.writer)
 			if err == nil {
 				ext.known[name] = pos
 				break
