@@ -97,3 +97,4 @@ func ParsePosition(s string) (Position, error) {
 	}
 	return p, nil
 }
+

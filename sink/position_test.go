@@ -45,3 +45,4 @@ func TestPositionText(t *testing.T) {
 		}
 	}
 }
+

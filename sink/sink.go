@@ -13,11 +13,13 @@ type Sink interface {
 	// Claim fences every writer of task with a generation older than
 	// generation and returns the position the store committed for the
 	// task (empty if none), for the sink the topology's ToSink(name)
-	// writes (Batch.Sink in writes). It is called when an instance
-	// acquires the task, before the task processes anything.
-	Claim(ctx context.Context, name string, task Task, generation int32) (Position, error)
+	// writes (Batch.Sink in writes), with the records its last write
+	// refused. It is called when an instance acquires the task, before
+	// the task processes anything.
+	Claim(ctx context.Context, name string, task Task, generation int32) (Progress, error)
 	// Write stores b's records and b.To as the task's position, in one
-	// transaction: all or nothing. It refuses (ErrFenced) a generation
+	// transaction: all or nothing; with them, the ids of the records it
+	// left out because Batch.Bad took them (Progress.Refused). It refuses (ErrFenced) a generation
 	// older than the one the store holds for the task, and leaves out
 	// records whose input the stored position covers, so that a write
 	// repeated after an unknown outcome changes nothing.
@@ -44,9 +46,40 @@ type Record struct {
 	Headers   []Header
 	// Source and Offset name the input record being processed when the
 	// record was written; Offset is -1 for a record a wall-clock
-	// punctuator wrote.
+	// punctuator wrote. Index counts the records that input wrote to
+	// this sink before this one.
 	Source TopicPartition
 	Offset int64
+	Index  int
+}
+
+// ID returns the record's id: its input and index.
+func (r Record) ID() RecordID { return RecordID{Source: r.Source, Offset: r.Offset, Index: r.Index} }
+
+// RecordID names a record a task wrote to a sink by the input record
+// that wrote it and its index among that input's records to the sink:
+// the same on every replay of the input.
+type RecordID struct {
+	Source TopicPartition
+	Offset int64
+	Index  int
+}
+
+// Progress is what a store holds for a task: its position, and the
+// records its writes since weir's last Kafka commit refused (see
+// Batch.Bad and Batch.Refused). A replay of that
+// write's input — its Kafka commit having failed — hands those records
+// to the bad-record policy again, so that their dead letters, which
+// went into the failed commit, are written.
+type Progress struct {
+	Position Position
+	Refused  []Refusal
+}
+
+// Refusal is a record a write left out, and the store's error.
+type Refusal struct {
+	ID    RecordID
+	Error string
 }
 
 // Header is a record header.
@@ -69,6 +102,11 @@ type Batch struct {
 	From, To Position
 	// Records are in the order the task wrote them.
 	Records []Record
+	// Refused are the refusals of earlier writes whose Kafka commit has
+	// not happened (the claim's, and those of writes since the last
+	// commit): the sink stores them in the task's progress with the
+	// write's own, so that a replay still finds them (Progress.Refused).
+	Refused []Refusal
 	// Bad applies the bad-record policy to a record the store refuses,
 	// with the store's error. nil: the record is left out (skipped or
 	// dead-lettered) and the write goes on; an error: the write must

@@ -135,6 +135,7 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 		}
 		return err
 	}
+	r.externalCommitted(positions) // external.go
 	applyStart := time.Now()
 	err = r.applyKept(kept)
 	if err == nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/sink"
 )
@@ -41,8 +42,17 @@ var ErrExternalRecord = errors.New("runtime: a record the external sink refuses"
 // task's lock.
 type taskExternal struct {
 	// known is, per sink, the position the store holds for the task: the
-	// claim's, then each successful write's.
-	known map[string]sink.Position
+	// claim's, then each successful write's. refused holds, per sink, the
+	// records the store's writes left out as bad since the last Kafka
+	// commit (the claim's, then each write's), with the store's error: a
+	// replay of their input hands them to the policy again (their dead
+	// letters went into the commit that failed), and each write carries
+	// them (sink.Batch.Refused) until a Kafka commit clears them.
+	known   map[string]sink.Position
+	refused map[string]map[sink.RecordID]string
+	// index counts, per sink, the records the input being processed wrote
+	// to it (sink.Record.Index); reset by each input.
+	index map[string]int
 	// buf holds, per sink, the records written since the last commit.
 	buf map[string][]sink.Record
 	// skipped counts outputs dropped because the store had them.
@@ -61,7 +71,8 @@ func (t *Task) claimExternal(ctx context.Context) error {
 	if len(names) == 0 {
 		return nil
 	}
-	ext := &taskExternal{known: map[string]sink.Position{}, buf: map[string][]sink.Record{}}
+	ext := &taskExternal{known: map[string]sink.Position{}, buf: map[string][]sink.Record{},
+		refused: map[string]map[sink.RecordID]string{}, index: map[string]int{}}
 	task := sink.Task{Subtopology: t.id.Subtopology, Partition: t.id.Partition}
 	for _, name := range names {
 		if _, done := ext.known[name]; done {
@@ -72,9 +83,12 @@ func (t *Task) claimExternal(ctx context.Context) error {
 			return fmt.Errorf("runtime: no external sink registered as %q", name)
 		}
 		for attempt := 1; ; attempt++ {
-			pos, err := s.Claim(ctx, name, task, t.writer)
+			p, err := s.Claim(ctx, name, task, t.writer)
 			if err == nil {
-				ext.known[name] = pos
+				ext.known[name] = p.Position
+				ext.refused[name] = refusals(p.Refused)
+				t.rt.log.Debug("weir: external sink claimed", "sink", name, "task", task.String(), "generation", t.writer,
+					"position", p.Position.String(), "refused", len(p.Refused))
 				break
 			}
 			if errors.Is(err, sink.ErrPermanent) {
@@ -106,17 +120,48 @@ func (t *Task) collectExternal(o processor.Output) error {
 	}
 	rec := sink.Record{
 		Key: o.Key, Value: o.Value, Timestamp: o.Timestamp, Source: t.in, Offset: t.inOffset,
+		Index: t.ext.index[o.Topic],
+	}
+	t.ext.index[o.Topic]++
+	for _, h := range o.Headers {
+		rec.Headers = append(rec.Headers, sink.Header{Key: h.Key, Value: h.Value})
 	}
 	if t.ext.known[o.Topic].Covers(rec.Source, rec.Offset) {
 		t.ext.skipped++
+		t.rt.log.Debug("weir: external sink holds the output already", "sink", o.Topic, "task", t.id.String(),
+			"topic", rec.Source.Topic, "partition", rec.Source.Partition, "offset", rec.Offset, "refused", len(t.ext.refused[o.Topic]))
+		if cause, ok := t.ext.refused[o.Topic][rec.ID()]; ok {
+			return t.rt.badExternal(t.ctxOrBackground(), o.Topic, nil)(rec, errors.New(cause))
+		}
 		return nil
-	}
-	for _, h := range o.Headers {
-		rec.Headers = append(rec.Headers, sink.Header{Key: h.Key, Value: h.Value})
 	}
 	t.ext.buf[o.Topic] = append(t.ext.buf[o.Topic], rec)
 	t.rt.stats.RecordsOut.Add(1)
 	return nil
+}
+
+// startInput resets the per-input record indexes (Process, before the
+// input's processing).
+func (t *Task) startInput() {
+	if t.ext != nil {
+		clear(t.ext.index)
+	}
+}
+
+func (t *Task) ctxOrBackground() context.Context {
+	if t.ctx != nil {
+		return t.ctx
+	}
+	return context.Background()
+}
+
+// refusals indexes a claim's refused records.
+func refusals(rs []sink.Refusal) map[sink.RecordID]string {
+	m := make(map[sink.RecordID]string, len(rs))
+	for _, r := range rs {
+		m[r.ID] = r.Error
+	}
+	return m
 }
 
 // dropExternal forgets the records buffered since the last commit: the
@@ -130,9 +175,10 @@ func (t *Task) dropExternal() {
 
 // externalWrite is one task's write to one sink at a commit.
 type externalWrite struct {
-	t     *Task
-	name  string
-	batch *sink.Batch
+	t       *Task
+	name    string
+	batch   *sink.Batch
+	refused []sink.Refusal // the records the policy took, by the write's Bad
 }
 
 // writeExternal writes every task's buffered external records with its
@@ -170,9 +216,13 @@ func (r *Runtime) writeExternal(ctx context.Context, positions Positions) error 
 					to[rec.Source] = rec.Offset + 1
 				}
 			}
+			var carried []sink.Refusal
+			for id, cause := range t.ext.refused[name] {
+				carried = append(carried, sink.Refusal{ID: id, Error: cause})
+			}
 			writes = append(writes, externalWrite{t: t, name: name, batch: &sink.Batch{
 				Sink: name, Task: sink.Task{Subtopology: t.id.Subtopology, Partition: t.id.Partition},
-				Generation: t.writer, From: from, To: to, Records: recs,
+				Generation: t.writer, From: from, To: to, Records: recs, Refused: carried,
 			}})
 		}
 		return nil
@@ -183,8 +233,9 @@ func (r *Runtime) writeExternal(ctx context.Context, positions Positions) error 
 	errs := make([]error, len(writes))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, externalParallel)
-	for i, w := range writes {
-		w.batch.Bad = r.badExternal(ctx, w.name)
+	for i := range writes {
+		w := &writes[i]
+		w.batch.Bad = r.badExternal(ctx, w.name, &w.refused)
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
@@ -199,6 +250,14 @@ func (r *Runtime) writeExternal(ctx context.Context, positions Positions) error 
 			w.t.mu.Lock()
 			if w.t.ext != nil {
 				w.t.ext.known[w.name] = w.batch.To
+				if w.t.ext.refused[w.name] == nil {
+					w.t.ext.refused[w.name] = map[sink.RecordID]string{}
+				}
+				for _, rf := range w.refused {
+					w.t.ext.refused[w.name][rf.ID] = rf.Error
+				}
+				r.log.Debug("weir: external sink written", "sink", w.name, "task", w.batch.Task.String(), "records", len(w.batch.Records),
+					"position", w.batch.To.String(), "refused", len(w.refused), "carried", len(w.batch.Refused))
 				w.t.ext.buf[w.name] = nil
 			}
 			w.t.mu.Unlock()
@@ -218,6 +277,30 @@ func (r *Runtime) writeExternal(ctx context.Context, positions Positions) error 
 		return fmt.Errorf("runtime: %w", errors.Join(rewind...))
 	}
 	return nil
+}
+
+// externalCommitted forgets the refusals whose input Kafka's commit at
+// positions covers: their dead letters committed with it (Commit, once
+// Kafka's commit succeeded). A refusal of an input not replayed yet stays
+// (an epoch may commit before the replay reaches it).
+func (r *Runtime) externalCommitted(positions Positions) {
+	if !r.HasExternalSinks() {
+		return
+	}
+	_ = r.tasks.eachTask(func(t *Task) error {
+		if t.ext == nil {
+			return nil
+		}
+		for _, ids := range t.ext.refused {
+			for id := range ids {
+				next, ok := positions[offsets.TopicPartition{Topic: id.Source.Topic, Partition: id.Source.Partition}]
+				if ok && id.Offset < next {
+					delete(ids, id)
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // writeOne runs one sink write, trying an outage again with back-off for
@@ -252,13 +335,22 @@ func (r *Runtime) writeOne(ctx context.Context, s sink.Sink, b *sink.Batch) erro
 // record to the dead-letter topic of the source topic of the input that
 // wrote it, with the store's error in its headers (inside the transaction
 // under exactly-once), once even if the write is tried again; Fail fails
-// the write with ErrExternalRecord.
-func (r *Runtime) badExternal(ctx context.Context, name string) func(sink.Record, error) error {
-	handled := map[string]bool{} // a write tried again meets its bad records again
+// the write with ErrExternalRecord. The records it takes are added to
+// *took (if not nil), each once although a write tried again meets its
+// bad records again.
+func (r *Runtime) badExternal(ctx context.Context, name string, took *[]sink.Refusal) func(sink.Record, error) error {
+	handled := map[sink.RecordID]bool{}
 	return func(rec sink.Record, cause error) error {
-		id := fmt.Sprintf("%s\x00%d\x00%d\x00%q\x00%q", rec.Source.Topic, rec.Source.Partition, rec.Offset, rec.Key, rec.Value)
+		id := rec.ID()
 		if handled[id] {
 			return nil
+		}
+		if took != nil {
+			defer func() {
+				if handled[id] {
+					*took = append(*took, sink.Refusal{ID: id, Error: cause.Error()})
+				}
+			}()
 		}
 		switch r.cfg.BadRecords {
 		case Skip:
@@ -291,6 +383,8 @@ func (r *Runtime) badExternal(ctx context.Context, name string) func(sink.Record
 			}
 			handled[id] = true
 			r.stats.DeadLetter.Add(1)
+			r.log.Debug("weir: dead-lettered a record the external sink refuses", "sink", name, "topic", rec.Source.Topic,
+				"partition", rec.Source.Partition, "offset", rec.Offset, "err", cause)
 			return nil
 		default:
 			return fmt.Errorf("%w: %q refuses the record of %s/%d@%d: %w", ErrExternalRecord, name,

@@ -210,6 +210,7 @@ func (t *Task) Process(ctx context.Context, rec kafka.Record) error {
 	}
 	t.ctx = ctx
 	t.in, t.inOffset = sink.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}, rec.Offset
+	t.startInput()
 	t.rt.stats.RecordsIn.Add(1)
 	err := t.task.Process(processor.RawRecord{
 		Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -193,6 +194,7 @@ func (s *Sink) setup(ctx context.Context) error {
 		task text NOT NULL,
 		generation integer NOT NULL,
 		position text NOT NULL,
+		refused text NOT NULL DEFAULT '',
 		updated_at timestamptz NOT NULL DEFAULT now(),
 		PRIMARY KEY (sink, task))`)
 	var pe *pgconn.PgError
@@ -207,21 +209,27 @@ func (s *Sink) setup(ctx context.Context) error {
 }
 
 // Claim raises the task's progress row to generation (creating it) and
-// returns the position stored there (sink.Sink).
-func (s *Sink) Claim(ctx context.Context, name string, task sink.Task, generation int32) (sink.Position, error) {
+// returns the progress stored there (sink.Sink).
+func (s *Sink) Claim(ctx context.Context, name string, task sink.Task, generation int32) (sink.Progress, error) {
 	if err := s.setup(ctx); err != nil {
-		return nil, err
+		return sink.Progress{}, err
 	}
-	var pos string
+	var pos, refused string
 	err := s.cfg.Pool.QueryRow(ctx, `INSERT INTO `+s.progress+` (sink, task, generation, position) VALUES ($1, $2, $3, '')
 		ON CONFLICT (sink, task) DO UPDATE SET generation = GREATEST(`+s.progress+`.generation, EXCLUDED.generation)
-		RETURNING position`, s.id(name), task.String(), generation).Scan(&pos)
+		RETURNING position, refused`, s.id(name), task.String(), generation).Scan(&pos, &refused)
 	if err != nil {
-		return nil, classify(fmt.Errorf("postgres: claim task %s: %w", task, err))
+		return sink.Progress{}, classify(fmt.Errorf("postgres: claim task %s: %w", task, err))
 	}
 	p, err := sink.ParsePosition(pos)
 	if err != nil {
-		return nil, fmt.Errorf("%w: postgres: progress of task %s: %w", sink.ErrPermanent, task, err)
+		return sink.Progress{}, fmt.Errorf("%w: postgres: progress of task %s: %w", sink.ErrPermanent, task, err)
 	}
-	return p, nil
+	var ids []sink.Refusal
+	if refused != "" {
+		if err := json.Unmarshal([]byte(refused), &ids); err != nil {
+			return sink.Progress{}, fmt.Errorf("%w: postgres: refused records of task %s: %w", sink.ErrPermanent, task, err)
+		}
+	}
+	return sink.Progress{Position: p, Refused: ids}, nil
 }

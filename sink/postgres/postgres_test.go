@@ -94,7 +94,7 @@ func TestUpsertIsIdempotentByPositionAndFenced(t *testing.T) {
 	task := sink.Task{Subtopology: 0, Partition: 0}
 	tp := sink.TopicPartition{Topic: "in", Partition: 0}
 	pos, err := s.Claim(ctx, "counts", task, 3)
-	if err != nil || len(pos) != 0 {
+	if err != nil || len(pos.Position) != 0 {
 		t.Fatalf("first claim: %v %v", pos, err)
 	}
 	var bad []string
@@ -109,6 +109,9 @@ func TestUpsertIsIdempotentByPositionAndFenced(t *testing.T) {
 	}
 	if fmt.Sprint(bad) != "[d c]" && fmt.Sprint(bad) != "[c d]" {
 		t.Fatalf("bad records %v, want c and d", bad)
+	}
+	if pos, err := s.Claim(ctx, "counts", task, 3); err != nil || len(pos.Refused) != 2 || pos.Refused[0].Error == "" {
+		t.Fatalf("claim after a write with refused records: %+v %v", pos, err)
 	}
 	// The same write again (its Kafka commit failed): nothing changes.
 	batch.Records = []sink.Record{rec("a", "100", 0)}
@@ -126,7 +129,7 @@ func TestUpsertIsIdempotentByPositionAndFenced(t *testing.T) {
 	}
 	// A newer owner claims the task; the old one's write is refused.
 	pos, err = s.Claim(ctx, "counts", task, 4)
-	if err != nil || pos[tp] != 8 {
+	if err != nil || pos.Position[tp] != 8 {
 		t.Fatalf("second claim: %v %v", pos, err)
 	}
 	zombie := &sink.Batch{Sink: "counts", Task: task, Generation: 3, To: sink.Position{tp: 9}, Records: []sink.Record{rec("z", "1", 8)}}

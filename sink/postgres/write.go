@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -62,13 +63,31 @@ func (s *Sink) write(ctx context.Context, tx pgx.Tx, b *sink.Batch) error {
 			recs = append(recs, r)
 		}
 	}
-	if err := s.writeRecords(ctx, tx, recs, b.Bad); err != nil {
+	refused := append([]sink.Refusal(nil), b.Refused...)
+	bad := func(r sink.Record, cause error) error {
+		if err := callBad(b.Bad, r, cause); err != nil {
+			return err
+		}
+		refused = append(refused, sink.Refusal{ID: r.ID(), Error: cause.Error()})
+		return nil
+	}
+	if err := s.writeRecords(ctx, tx, recs, bad); err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO `+s.progress+` (sink, task, generation, position, updated_at) VALUES ($1, $2, $3, $4, now())
-		ON CONFLICT (sink, task) DO UPDATE SET generation = EXCLUDED.generation, position = EXCLUDED.position, updated_at = now()`,
-		id, task, b.Generation, have.Merge(b.To).String())
+	_, err = tx.Exec(ctx, `INSERT INTO `+s.progress+` (sink, task, generation, position, refused, updated_at) VALUES ($1, $2, $3, $4, $5, now())
+		ON CONFLICT (sink, task) DO UPDATE SET generation = EXCLUDED.generation, position = EXCLUDED.position,
+			refused = EXCLUDED.refused, updated_at = now()`,
+		id, task, b.Generation, have.Merge(b.To).String(), refusedText(refused))
 	return err
+}
+
+// refusedText encodes the refusals of a write for the progress row.
+func refusedText(rs []sink.Refusal) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(rs) // plain structs: no error
+	return string(b)
 }
 
 // writeRecords writes recs by the sink's mode.
@@ -91,7 +110,7 @@ func (s *Sink) writeRecords(ctx context.Context, tx pgx.Tx, recs []sink.Record, 
 	for _, r := range recs {
 		vals, err := s.row(r)
 		if err != nil {
-			if err := callBad(bad, r, fmt.Errorf("postgres: row: %w", err)); err != nil {
+			if err := bad(r, fmt.Errorf("postgres: row: %w", err)); err != nil {
 				return err
 			}
 			continue

@@ -1,0 +1,244 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/third_party/kfake"
+	"github.com/weirstream/weir/microbatch"
+	"github.com/weirstream/weir/serde"
+	"github.com/weirstream/weir/sink"
+	"github.com/weirstream/weir/sink/postgres"
+	"github.com/weirstream/weir/topology"
+)
+
+// postgresPool connects to the database WEIR_POSTGRES_DSN names
+// (scripts/postgres/start.sh prints one; .ci/run exports it), or skips.
+func postgresPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	dsn := os.Getenv("WEIR_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("WEIR_POSTGRES_DSN is not set (scripts/postgres/start.sh starts a server)")
+	}
+	p, err := pgxpool.New(context.Background(), dsn)
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	return p
+}
+
+// sinkTopology counts words into the external sink "counts" and keeps
+// every input line in the external sink "audit".
+func sinkTopology(t *testing.T, in string) *topology.Topology {
+	t.Helper()
+	b := topology.NewBuilder()
+	lines := topology.NewStream(b, in, serde.String(), serde.String())
+	lines.ToSink("audit")
+	words := topology.FlatMapValues(lines, strings.Fields)
+	topology.GroupBy(words, func(_, w string) string { return w }, topology.Named("words")).
+		Count(topology.Materialized("counts")).
+		ToStream().ToSink("counts")
+	topo, err := b.Build()
+	require.NoError(t, err)
+	return topo
+}
+
+// sinkTables creates the tables of one test: <p>_counts (upsert, one row
+// per word) and <p>_audit (append, one row per line; a CHECK refuses lines
+// holding "poison") and returns the sinks writing them.
+func sinkTables(t *testing.T, pool *pgxpool.Pool, prefix string) (counts, audit *postgres.Sink) {
+	t.Helper()
+	ctx := context.Background()
+	for _, stmt := range []string{
+		"CREATE TABLE " + prefix + "_counts (word text PRIMARY KEY, n bigint NOT NULL)",
+		"CREATE TABLE " + prefix + "_audit (line_key text NOT NULL, line text NOT NULL CHECK (line NOT LIKE '%poison%'))",
+	} {
+		_, err := pool.Exec(ctx, stmt)
+		require.NoError(t, err)
+	}
+	t.Cleanup(func() {
+		_, _ = pool.Exec(context.Background(), "DROP TABLE "+prefix+"_counts, "+prefix+"_audit")
+		_, _ = pool.Exec(context.Background(), "DELETE FROM "+postgres.DefaultProgressTable+" WHERE sink LIKE $1", prefix+"%")
+	})
+	var err error
+	counts, err = postgres.New(postgres.Config{
+		Pool: pool, Mode: postgres.Upsert, Table: prefix + "_counts", Columns: []string{"word", "n"}, Key: []string{"word"},
+		ID: prefix + "-counts", RowsPerStatement: 7,
+		Row: func(r sink.Record) ([]any, error) {
+			if r.Value == nil {
+				return []any{string(r.Key), nil}, nil
+			}
+			n, err := serde.Int64().Deserialize("", r.Value)
+			return []any{string(r.Key), n}, err
+		},
+	})
+	require.NoError(t, err)
+	audit, err = postgres.New(postgres.Config{
+		Pool: pool, Mode: postgres.Append, Table: prefix + "_audit", Columns: []string{"line_key", "line"}, ID: prefix + "-audit",
+	})
+	require.NoError(t, err)
+	return counts, audit
+}
+
+// tableCounts reads the counts table.
+func tableCounts(t *testing.T, pool *pgxpool.Pool, prefix string) map[string]int64 {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), "SELECT word, n FROM "+prefix+"_counts")
+	require.NoError(t, err)
+	out := map[string]int64{}
+	for rows.Next() {
+		var w string
+		var n int64
+		require.NoError(t, rows.Scan(&w, &n))
+		out[w] = n
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// auditCounts reads how often each line key is in the audit table.
+func auditCounts(t *testing.T, pool *pgxpool.Pool, prefix string) map[string]int {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), "SELECT line_key, count(*) FROM "+prefix+"_audit GROUP BY line_key")
+	require.NoError(t, err)
+	out := map[string]int{}
+	for rows.Next() {
+		var k string
+		var n int
+		require.NoError(t, rows.Scan(&k, &n))
+		out[k] = n
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// Two instances count words into PostgreSQL (upsert) and keep every line
+// in an audit table (append), in both modes and under both guarantees.
+// Mid-run one instance stops and a new one starts on an empty state dir
+// (its partitions move, their state is restored from the changelog); under
+// exactly-once, epochs also fail after their database write — a
+// transaction's EndTxn or TxnOffsetCommit refused — so that the store is
+// ahead of Kafka's committed offsets and the replay must skip what it
+// holds. A line holding "poison" is refused by the audit table's CHECK and
+// dead-lettered with PostgreSQL's error. At the end every word's row
+// equals its count over all the input and every other line is in the
+// audit table exactly once.
+func TestPostgresSinkExactlyOnce(t *testing.T) {
+	pool := postgresPool(t)
+	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
+	for _, g := range []weir.Guarantee{weir.ExactlyOnce, weir.AtLeastOnce} {
+		for _, mode := range []string{"continuous", "micro-batch"} {
+			t.Run(g.String()+"_"+mode, func(t *testing.T) {
+				testPostgresSink(t, env, pool, g, mode)
+			})
+		}
+	}
+}
+
+func testPostgresSink(t *testing.T, env *kafkatest.Env, pool *pgxpool.Pool, g weir.Guarantee, mode string) {
+	in := kafkatest.Topic(t)
+	kafkatest.CreateTopic(t, env, in, 4)
+	appID := kafkatest.GroupID(t)
+	prefix := fmt.Sprintf("pg%d", time.Now().UnixNano())
+	counts, audit := sinkTables(t, pool, prefix)
+	topo := sinkTopology(t, in)
+	opts := []weir.Option{
+		weir.WithGuarantee(g), weir.WithSink("counts", counts), weir.WithSink("audit", audit),
+		weir.WithBadRecordPolicy(weir.DeadLetter),
+	}
+	if mode == "micro-batch" {
+		opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: 50}))
+	}
+	vocab := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	want := map[string]int64{}
+	a := startInstance(t, topo, env, appID, opts...)
+	b := startInstance(t, topo, env, appID, opts...)
+	produceLines(t, env, in, 0, 200, vocab, want)
+	waitForTable(t, pool, prefix, want)
+
+	// A poison line: counted, but refused by the audit table.
+	poison := map[string]int64{}
+	produceLines(t, env, in, 200, 1, []string{"poison"}, poison)
+	for w, n := range poison {
+		want[w] += n
+	}
+	if g == weir.ExactlyOnce {
+		// Transactions fail after the database write: the store is ahead.
+		for _, f := range []kfake.Fault{
+			{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.UnknownProducerID, Count: 2},
+			{Keys: []kmsg.Key{kmsg.TxnOffsetCommit}, Err: kerr.IllegalGeneration, Count: 1},
+		} {
+			h := env.Cluster().Fault(f)
+			produceLines(t, env, in, 201+int(f.Keys[0])*1000, 100, vocab, want)
+			require.Eventually(t, func() bool { return h.Hits() > 0 }, 30*time.Second, 20*time.Millisecond, "the fault never fired")
+			h.Remove()
+		}
+	}
+	produceLines(t, env, in, 10_000, 100, vocab, want)
+	require.NoError(t, a.stop(t))
+	produceLines(t, env, in, 20_000, 100, vocab, want)
+	c := startInstance(t, topo, env, appID, opts...) // an empty state dir
+	produceLines(t, env, in, 30_000, 200, vocab, want)
+	waitForTable(t, pool, prefix, want)
+	require.NoError(t, b.stop(t))
+	require.NoError(t, c.stop(t))
+
+	require.Equal(t, want, tableCounts(t, pool, prefix), "every word's row is its count over the whole input")
+	lines := auditCounts(t, pool, prefix)
+	for k, n := range lines {
+		require.Equal(t, 1, n, "line %s is in the audit table %d times", k, n)
+	}
+	require.NotContains(t, lines, "200", "the poison line was refused")
+	var total int64
+	for _, n := range want {
+		total += n
+	}
+	dlq := kafkatest.ReadCommitted(t, env, runtime.DeadLetterTopic(in))
+	require.Len(t, dlq, 1, "the poison line is dead-lettered once")
+	headers := map[string]string{}
+	for _, h := range dlq[0].Headers {
+		headers[h.Key] = string(h.Value)
+	}
+	require.Equal(t, "audit", headers[runtime.HeaderErrorNode])
+	require.Contains(t, headers[runtime.HeaderErrorMessage], "check constraint")
+}
+
+// waitForTable waits until the counts table holds want.
+func waitForTable(t *testing.T, pool *pgxpool.Pool, prefix string, want map[string]int64) {
+	t.Helper()
+	var got map[string]int64
+	ok := assertEventually(func() bool {
+		got = tableCounts(t, pool, prefix)
+		for w, n := range want {
+			if got[w] != n {
+				return false
+			}
+		}
+		return true
+	}, 90*time.Second)
+	if !ok {
+		t.Fatalf("the counts table never reached the counts of the input:\n got  %v\n want %v", got, want)
+	}
+}
+
+func assertEventually(cond func() bool, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return cond()
+}
