@@ -97,4 +97,3 @@ func ParsePosition(s string) (Position, error) {
 	}
 	return p, nil
 }
-

@@ -45,4 +45,3 @@ func TestPositionText(t *testing.T) {
 		}
 	}
 }
-
