@@ -182,7 +182,7 @@ func (s *Sink) row(r sink.Record) ([]any, error) {
 	if s.cfg.Row != nil {
 		vals, err := s.cfg.Row(r)
 		if err == nil && len(vals) != len(s.cfg.Columns) {
-			err = fmt.Errorf("Row returned %d values for %d columns", len(vals), len(s.cfg.Columns))
+			err = fmt.Errorf("postgres: Row returned %d values for %d columns", len(vals), len(s.cfg.Columns))
 		}
 		return vals, err
 	}
