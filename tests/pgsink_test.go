@@ -299,3 +299,81 @@ func TestPostgresSinkFencesAnOlderGeneration(t *testing.T) {
 		})
 	}
 }
+
+// outageSink fails every call while its outage lasts, as a database that
+// is down does (connection refused).
+type outageSink struct {
+	sink.Sink
+	until  *atomic.Int64 // unix nanoseconds
+	failed *atomic.Int64
+}
+
+func (o outageSink) down() error {
+	if time.Now().UnixNano() < o.until.Load() {
+		o.failed.Add(1)
+		return errors.New("dial tcp 127.0.0.1:5432: connect: connection refused (a simulated outage)")
+	}
+	return nil
+}
+
+func (o outageSink) Claim(ctx context.Context, name string, task sink.Task, generation int32) (sink.Progress, error) {
+	if err := o.down(); err != nil {
+		return sink.Progress{}, err
+	}
+	return o.Sink.Claim(ctx, name, task, generation)
+}
+
+func (o outageSink) Write(ctx context.Context, b *sink.Batch) error {
+	if err := o.down(); err != nil {
+		return err
+	}
+	return o.Sink.Write(ctx, b)
+}
+
+// The database is down for 12 s while input keeps coming: the writes are
+// tried again with back-off, past the 10 s they are tried in place the
+// epochs rewind and their tasks' claims wait for the database, and once
+// it is back everything is written, exactly once.
+func TestPostgresSinkWaitsOutAnOutage(t *testing.T) {
+	kafkatest.Long(t)
+	pool := postgresPool(t)
+	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
+	for _, mode := range []string{"continuous", "micro-batch"} {
+		t.Run(mode, func(t *testing.T) {
+			in := kafkatest.Topic(t)
+			kafkatest.CreateTopic(t, env, in, 4)
+			appID := kafkatest.GroupID(t)
+			prefix := fmt.Sprintf("pg%d", time.Now().UnixNano())
+			counts, audit := sinkTables(t, pool, prefix)
+			var until, failed atomic.Int64
+			opts := []weir.Option{
+				weir.WithGuarantee(weir.ExactlyOnce),
+				weir.WithSink("counts", outageSink{counts, &until, &failed}),
+				weir.WithSink("audit", outageSink{audit, &until, &failed}),
+			}
+			if mode == "micro-batch" {
+				opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: 50}))
+			}
+			vocab := []string{"a", "b", "c", "d", "e"}
+			want := map[string]int64{}
+			a := startInstance(t, sinkTopology(t, in), env, appID, opts...)
+			produceLines(t, env, in, 0, 100, vocab, want)
+			waitForTable(t, pool, prefix, want)
+
+			until.Store(time.Now().Add(12 * time.Second).UnixNano())
+			for i := range 6 {
+				produceLines(t, env, in, 100+100*i, 100, vocab, want)
+				time.Sleep(2 * time.Second)
+			}
+			waitForTable(t, pool, prefix, want)
+			require.NoError(t, a.stop(t))
+			require.Positive(t, failed.Load(), "the outage failed calls")
+			require.Equal(t, want, tableCounts(t, pool, prefix))
+			lines := auditCounts(t, pool, prefix)
+			require.Len(t, lines, 700)
+			for k, n := range lines {
+				require.Equal(t, 1, n, "line %s is in the audit table %d times", k, n)
+			}
+		})
+	}
+}
