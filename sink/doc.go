@@ -47,11 +47,15 @@
 //     offsets, as after an aborted transaction.
 //
 // So the store is never behind Kafka's committed offsets (step 3 comes
-// before step 4) and at most one epoch ahead of them. A crash between 3
-// and 4 replays that epoch from Kafka's committed offsets, on the
-// instance that had it or on another; the replay rebuilds the state and
-// the Kafka outputs (under exactly-once the aborted transaction left
-// none), and step 2 drops the sink outputs the store already holds.
+// before step 4); it is ahead of them by the writes whose Kafka commit
+// failed. A crash or a failed commit replays from Kafka's committed
+// offsets, on the instance that had the task or on another; the replay
+// rebuilds the state and the Kafka outputs (under exactly-once the
+// aborted transaction left none), and step 2 drops the sink outputs the
+// store already holds. That needs the outputs to be a function of the
+// input up to the position; a task that reads several partitions may
+// interleave them differently on a replay (docs/guarantees.md names the
+// consequence).
 //
 // # Bad records
 //
@@ -59,7 +63,11 @@
 // hold) is handed to Batch.Bad with the store's error, which applies the
 // application's bad-record policy: skip it, dead-letter it, or fail the
 // write (and the application). A sink never lets one bad record block its
-// task.
+// task. The sink keeps the ids of the records it left out, with the
+// store's errors, in the task's progress until weir's Kafka commit
+// (Batch.Refused, Progress.Refused): a replay of their input hands them
+// to the policy again, since their dead letters went into the commit
+// that failed.
 //
 // # Errors
 //

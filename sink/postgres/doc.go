@@ -26,7 +26,8 @@
 //
 // Every write runs in one transaction that also updates the task's row
 // in the progress table (Config.ProgressTable, created if missing):
-// (sink, task) → (generation, position). The row is locked first, so
+// (sink, task) → (generation, position, refused: the records left out as
+// bad since weir's last Kafka commit, as JSON). The row is locked first, so
 // the writes of one task are serialised; a generation older than the
 // row's is refused (sink.ErrFenced), records the row's position covers
 // are left out, and a write whose position the row already includes
