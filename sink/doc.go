@@ -24,12 +24,15 @@
 // # The protocol, per task
 //
 //  1. Claim. When an instance acquires a task it calls Sink.Claim with
-//     the task's fencing token, its writer generation (the consumer
-//     group generation it was assigned the partition in). In one
-//     transaction the sink raises the progress row's generation to it and
-//     returns the position committed so far. From then on every write of
-//     an older generation is refused (a zombie: a member that stalled
-//     past its session timeout and woke up after its partitions moved).
+//     its writer generation (the consumer group generation it was
+//     assigned the partition in). In one statement the sink counts the
+//     claim in the task's progress row — unless the row holds a newer
+//     generation — and returns the position committed so far and the
+//     claim's count, its fencing token. From then on every write of an
+//     earlier claim is refused: a zombie's (a member that stalled past
+//     its session timeout and woke up after its partitions moved, or the
+//     previous process of a static member that restarted in the same
+//     generation).
 //  2. Process. The task's outputs to the sink are buffered per task.
 //     Outputs of an input record the claimed position covers are dropped:
 //     the store has them from a previous owner's write, or from this
@@ -37,9 +40,10 @@
 //  3. Write, before Kafka's commit. At the epoch's or batch's commit,
 //     before the Kafka transaction (exactly-once) or the offset commit
 //     (at-least-once), every task with buffered records gets one
-//     Sink.Write: the records, the position To, the generation. In one
-//     database transaction the sink locks the progress row, refuses a
-//     generation older than the row's (ErrFenced), leaves out records
+//     Sink.Write: the records, the position To, the generation and the
+//     token. In one database transaction the sink locks the progress row,
+//     refuses a token that is not the row's latest claim (ErrFenced),
+//     leaves out records
 //     the row's position already covers, writes the rest and stores To.
 //  4. Kafka's commit. Only once every task's write returned does the
 //     epoch commit in Kafka. A failed write leaves the epoch uncommitted:

@@ -10,19 +10,25 @@ import (
 // protocol in the package doc. Implementations must be safe for
 // concurrent use: the writes of different tasks may run at once.
 type Sink interface {
-	// Claim fences every writer of task with a generation older than
-	// generation and returns the position the store committed for the
-	// task (empty if none), for the sink the topology's ToSink(name)
-	// writes (Batch.Sink in writes), with the records its last write
-	// refused. It is called when an instance acquires the task, before
-	// the task processes anything.
+	// Claim makes the caller the task's one writer and returns the
+	// progress the store committed for the task (an empty position if
+	// none), for the sink the topology's ToSink(name) writes (Batch.Sink
+	// in writes): its position, the records its writes refused since
+	// weir's last Kafka commit, and the claim's Token. Every earlier
+	// claim is fenced from then on: writes carry their claim's token and
+	// generation, and the store refuses a token that is not the latest
+	// claim's. A claim whose generation is older than the stored one
+	// fences nobody: its Token is -1, which no write may carry. It is
+	// called when an instance acquires the task, before the task
+	// processes anything.
 	Claim(ctx context.Context, name string, task Task, generation int32) (Progress, error)
 	// Write stores b's records and b.To as the task's position, in one
 	// transaction: all or nothing; with them, the ids of the records it
-	// left out because Batch.Bad took them (Progress.Refused). It refuses (ErrFenced) a generation
-	// older than the one the store holds for the task, and leaves out
-	// records whose input the stored position covers, so that a write
-	// repeated after an unknown outcome changes nothing.
+	// left out because Batch.Bad took them (Progress.Refused). It
+	// refuses (ErrFenced) a write whose Token is not the task's latest
+	// claim's, and leaves out records whose input the stored position
+	// covers, so that a write repeated after an unknown outcome changes
+	// nothing.
 	Write(ctx context.Context, b *Batch) error
 }
 
@@ -74,6 +80,8 @@ type RecordID struct {
 type Progress struct {
 	Position Position
 	Refused  []Refusal
+	// Token is the claim's fencing token (-1: the claim was refused).
+	Token int64
 }
 
 // Refusal is a record a write left out, and the store's error.
@@ -94,8 +102,11 @@ type Batch struct {
 	Sink string
 	// Task is the task that wrote the records.
 	Task Task
-	// Generation is the writer's fencing token (see Sink.Claim).
+	// Generation is the writer's group generation and Token its claim's
+	// (see Sink.Claim): the store refuses the write unless Token is the
+	// task's latest claim (ErrFenced).
 	Generation int32
+	Token      int64
 	// From is the position the writer knows the store holds for the task
 	// (its claim's, or its own last write's); To is the position after
 	// the records: the write's id.

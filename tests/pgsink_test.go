@@ -245,14 +245,14 @@ func assertEventually(cond func() bool, d time.Duration) bool {
 	return cond()
 }
 
-// A write from an owner older than the task's newest claim is refused
+// A write from an owner older than the task's latest claim is refused
 // inside the database transaction. The test plays the newer owner: it
 // claims a task of the running instance with the next group generation,
 // as an instance that took the partition over would. The running
 // instance — now a zombie for that task — has its next write refused
-// (sink.ErrFenced), rewinds and rejoins the group in a newer generation,
-// and goes on from the committed offsets: at the end the tables are exact.
-func TestPostgresSinkFencesAnOlderGeneration(t *testing.T) {
+// (sink.ErrFenced), rewinds, claims the task again, and goes on from the
+// committed offsets: at the end the tables are exact.
+func TestPostgresSinkFencesAnOlderOwner(t *testing.T) {
 	pool := postgresPool(t)
 	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
 	for _, mode := range []string{"continuous", "micro-batch"} {

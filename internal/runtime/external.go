@@ -49,6 +49,7 @@ type taskExternal struct {
 	// letters went into the commit that failed), and each write carries
 	// them (sink.Batch.Refused) until a Kafka commit clears them.
 	known   map[string]sink.Position
+	token   map[string]int64 // per sink, the claim's fencing token
 	refused map[string]map[sink.RecordID]string
 	// index counts, per sink, the records the input being processed wrote
 	// to it (sink.Record.Index); reset by each input.
@@ -71,7 +72,7 @@ func (t *Task) claimExternal(ctx context.Context) error {
 	if len(names) == 0 {
 		return nil
 	}
-	ext := &taskExternal{known: map[string]sink.Position{}, buf: map[string][]sink.Record{},
+	ext := &taskExternal{known: map[string]sink.Position{}, token: map[string]int64{}, buf: map[string][]sink.Record{},
 		refused: map[string]map[sink.RecordID]string{}, index: map[string]int{}}
 	task := sink.Task{Subtopology: t.id.Subtopology, Partition: t.id.Partition}
 	for _, name := range names {
@@ -86,9 +87,10 @@ func (t *Task) claimExternal(ctx context.Context) error {
 			p, err := s.Claim(ctx, name, task, t.writer)
 			if err == nil {
 				ext.known[name] = p.Position
+				ext.token[name] = p.Token
 				ext.refused[name] = refusals(p.Refused)
 				t.rt.log.Debug("weir: external sink claimed", "sink", name, "task", task.String(), "generation", t.writer,
-					"position", p.Position.String(), "refused", len(p.Refused))
+					"token", p.Token, "position", p.Position.String(), "refused", len(p.Refused))
 				break
 			}
 			if errors.Is(err, sink.ErrPermanent) {
@@ -222,7 +224,7 @@ func (r *Runtime) writeExternal(ctx context.Context, positions Positions) error 
 			}
 			writes = append(writes, externalWrite{t: t, name: name, batch: &sink.Batch{
 				Sink: name, Task: sink.Task{Subtopology: t.id.Subtopology, Partition: t.id.Partition},
-				Generation: t.writer, From: from, To: to, Records: recs, Refused: carried,
+				Generation: t.writer, Token: t.ext.token[name], From: from, To: to, Records: recs, Refused: carried,
 			}})
 		}
 		return nil

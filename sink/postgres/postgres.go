@@ -193,6 +193,7 @@ func (s *Sink) setup(ctx context.Context) error {
 		sink text NOT NULL,
 		task text NOT NULL,
 		generation integer NOT NULL,
+		claims bigint NOT NULL,
 		position text NOT NULL,
 		refused text NOT NULL DEFAULT '',
 		updated_at timestamptz NOT NULL DEFAULT now(),
@@ -208,16 +209,26 @@ func (s *Sink) setup(ctx context.Context) error {
 	return nil
 }
 
-// Claim raises the task's progress row to generation (creating it) and
-// returns the progress stored there (sink.Sink).
+// Claim counts a claim of the task in its progress row (creating it),
+// unless the row holds a newer generation, and returns the progress
+// stored there with the claim's token (sink.Sink).
 func (s *Sink) Claim(ctx context.Context, name string, task sink.Task, generation int32) (sink.Progress, error) {
 	if err := s.setup(ctx); err != nil {
 		return sink.Progress{}, err
 	}
 	var pos, refused string
-	err := s.cfg.Pool.QueryRow(ctx, `INSERT INTO `+s.progress+` (sink, task, generation, position) VALUES ($1, $2, $3, '')
-		ON CONFLICT (sink, task) DO UPDATE SET generation = GREATEST(`+s.progress+`.generation, EXCLUDED.generation)
-		RETURNING position, refused`, s.id(name), task.String(), generation).Scan(&pos, &refused)
+	var token int64
+	id := s.id(name)
+	err := s.cfg.Pool.QueryRow(ctx, `INSERT INTO `+s.progress+` (sink, task, generation, claims, position) VALUES ($1, $2, $3, 1, '')
+		ON CONFLICT (sink, task) DO UPDATE SET generation = EXCLUDED.generation, claims = `+s.progress+`.claims + 1
+			WHERE `+s.progress+`.generation <= EXCLUDED.generation
+		RETURNING position, refused, claims`, id, task.String(), generation).Scan(&pos, &refused, &token)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// A newer generation claimed the task: this claim fences nobody.
+		token = -1
+		err = s.cfg.Pool.QueryRow(ctx, `SELECT position, refused FROM `+s.progress+` WHERE sink = $1 AND task = $2`,
+			id, task.String()).Scan(&pos, &refused)
+	}
 	if err != nil {
 		return sink.Progress{}, classify(fmt.Errorf("postgres: claim task %s: %w", task, err))
 	}
@@ -231,5 +242,5 @@ func (s *Sink) Claim(ctx context.Context, name string, task sink.Task, generatio
 			return sink.Progress{}, fmt.Errorf("%w: postgres: refused records of task %s: %w", sink.ErrPermanent, task, err)
 		}
 	}
-	return sink.Progress{Position: p, Refused: ids}, nil
+	return sink.Progress{Position: p, Refused: ids, Token: token}, nil
 }

@@ -98,7 +98,7 @@ func TestUpsertIsIdempotentByPositionAndFenced(t *testing.T) {
 		t.Fatalf("first claim: %v %v", pos, err)
 	}
 	var bad []string
-	batch := &sink.Batch{Sink: "counts", Task: task, Generation: 3, To: sink.Position{tp: 6},
+	batch := &sink.Batch{Sink: "counts", Task: task, Generation: 3, Token: pos.Token, To: sink.Position{tp: 6},
 		Records: []sink.Record{rec("a", "1", 0), rec("b", "1", 1), rec("a", "2", 2), rec("c", "-1", 3), rec("d", "x", 4), rec("b", "", 5)},
 		Bad:     func(r sink.Record, cause error) error { bad = append(bad, string(r.Key)); return nil }}
 	if err := s.Write(ctx, batch); err != nil {
@@ -110,8 +110,16 @@ func TestUpsertIsIdempotentByPositionAndFenced(t *testing.T) {
 	if fmt.Sprint(bad) != "[d c]" && fmt.Sprint(bad) != "[c d]" {
 		t.Fatalf("bad records %v, want c and d", bad)
 	}
-	if pos, err := s.Claim(ctx, "counts", task, 3); err != nil || len(pos.Refused) != 2 || pos.Refused[0].Error == "" {
-		t.Fatalf("claim after a write with refused records: %+v %v", pos, err)
+	if p2, err := s.Claim(ctx, "counts", task, 3); err != nil || len(p2.Refused) != 2 || p2.Refused[0].Error == "" || p2.Token != pos.Token+1 {
+		t.Fatalf("claim after a write with refused records: %+v %v", p2, err)
+	} else {
+		// The same generation claimed again (a static member restarted):
+		// the earlier claim is fenced.
+		if err := s.Write(ctx, batch); !errors.Is(err, sink.ErrFenced) {
+			t.Fatalf("a write of the earlier claim: %v, want ErrFenced", err)
+		}
+		pos = p2
+		batch.Token = p2.Token
 	}
 	// The same write again (its Kafka commit failed): nothing changes.
 	batch.Records = []sink.Record{rec("a", "100", 0)}
@@ -119,7 +127,7 @@ func TestUpsertIsIdempotentByPositionAndFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A write overlapping the stored position keeps only the new records.
-	over := &sink.Batch{Sink: "counts", Task: task, Generation: 3, To: sink.Position{tp: 8},
+	over := &sink.Batch{Sink: "counts", Task: task, Generation: 3, Token: pos.Token, To: sink.Position{tp: 8},
 		Records: []sink.Record{rec("a", "100", 5), rec("e", "7", 7)}}
 	if err := s.Write(ctx, over); err != nil {
 		t.Fatal(err)
@@ -129,19 +137,23 @@ func TestUpsertIsIdempotentByPositionAndFenced(t *testing.T) {
 	}
 	// A newer owner claims the task; the old one's write is refused.
 	pos, err = s.Claim(ctx, "counts", task, 4)
-	if err != nil || pos.Position[tp] != 8 {
+	if err != nil || pos.Position[tp] != 8 || pos.Token != over.Token+1 {
 		t.Fatalf("second claim: %v %v", pos, err)
 	}
-	zombie := &sink.Batch{Sink: "counts", Task: task, Generation: 3, To: sink.Position{tp: 9}, Records: []sink.Record{rec("z", "1", 8)}}
+	zombie := &sink.Batch{Sink: "counts", Task: task, Generation: 3, Token: over.Token, To: sink.Position{tp: 9}, Records: []sink.Record{rec("z", "1", 8)}}
 	if err := s.Write(ctx, zombie); !errors.Is(err, sink.ErrFenced) {
 		t.Fatalf("zombie write: %v, want ErrFenced", err)
 	}
 	if got := counts(t, p, tbl); got["z"] != 0 {
 		t.Fatalf("the zombie's row landed: %v", got)
 	}
+	// A claim of an older generation fences nobody.
+	if old, err := s.Claim(ctx, "counts", task, 3); err != nil || old.Token != -1 || old.Position[tp] != 8 {
+		t.Fatalf("a claim of an older generation: %+v %v", old, err)
+	}
 	// A failing Bad (the Fail policy) fails the whole write.
 	stop := errors.New("stop")
-	failing := &sink.Batch{Sink: "counts", Task: task, Generation: 4, To: sink.Position{tp: 10},
+	failing := &sink.Batch{Sink: "counts", Task: task, Generation: 4, Token: pos.Token, To: sink.Position{tp: 10},
 		Records: []sink.Record{rec("f", "1", 8), rec("g", "-5", 9)}, Bad: func(sink.Record, error) error { return stop }}
 	if err := s.Write(ctx, failing); !errors.Is(err, stop) {
 		t.Fatalf("failing write: %v, want the Bad error", err)
@@ -161,10 +173,11 @@ func TestAppendAndFunc(t *testing.T) {
 	}
 	task := sink.Task{Subtopology: 1, Partition: 2}
 	tp := sink.TopicPartition{Topic: "in", Partition: 0}
-	if _, err := app.Claim(ctx, "audit", task, 1); err != nil {
+	c, err := app.Claim(ctx, "audit", task, 1)
+	if err != nil {
 		t.Fatal(err)
 	}
-	b := &sink.Batch{Sink: "audit", Task: task, Generation: 1, To: sink.Position{tp: 3},
+	b := &sink.Batch{Sink: "audit", Task: task, Generation: 1, Token: c.Token, To: sink.Position{tp: 3},
 		Records: []sink.Record{rec("a", "1", 0), rec("a", "1", 1), rec("b", "2", 2)}}
 	for range 2 {
 		if err := app.Write(ctx, b); err != nil {
@@ -188,11 +201,12 @@ func TestAppendAndFunc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fn.Claim(ctx, "audit", task, 1); err != nil {
+	c, err = fn.Claim(ctx, "audit", task, 1)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var refused []string
-	b = &sink.Batch{Sink: "audit", Task: task, Generation: 1, To: sink.Position{tp: 3},
+	b = &sink.Batch{Sink: "audit", Task: task, Generation: 1, Token: c.Token, To: sink.Position{tp: 3},
 		Records: []sink.Record{rec("f", "5", 0), rec("g", "not a number", 1)},
 		Bad:     func(r sink.Record, cause error) error { refused = append(refused, string(r.Key)); return nil }}
 	if err := fn.Write(ctx, b); err != nil {
@@ -211,10 +225,11 @@ func TestPermanentErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	task := sink.Task{}
-	if _, err := s.Claim(ctx, "x", task, 1); err != nil {
+	c, err := s.Claim(ctx, "x", task, 1)
+	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.Write(ctx, &sink.Batch{Sink: "x", Task: task, Generation: 1, To: sink.Position{{Topic: "in"}: 1}, Records: []sink.Record{rec("a", "b", 0)}})
+	err = s.Write(ctx, &sink.Batch{Sink: "x", Task: task, Generation: 1, Token: c.Token, To: sink.Position{{Topic: "in"}: 1}, Records: []sink.Record{rec("a", "b", 0)}})
 	if !errors.Is(err, sink.ErrPermanent) {
 		t.Fatalf("write to a missing table: %v, want ErrPermanent", err)
 	}

@@ -38,17 +38,19 @@ var errDone = errors.New("postgres: already written")
 func (s *Sink) write(ctx context.Context, tx pgx.Tx, b *sink.Batch) error {
 	id, task := s.id(b.Sink), b.Task.String()
 	var gen int32
+	var claims int64
 	var stored string
-	err := tx.QueryRow(ctx, `SELECT generation, position FROM `+s.progress+` WHERE sink = $1 AND task = $2 FOR UPDATE`,
-		id, task).Scan(&gen, &stored)
+	err := tx.QueryRow(ctx, `SELECT generation, claims, position FROM `+s.progress+` WHERE sink = $1 AND task = $2 FOR UPDATE`,
+		id, task).Scan(&gen, &claims, &stored)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		gen, stored = -1, ""
+		return fmt.Errorf("%w: task %s was never claimed", sink.ErrFenced, task)
 	case err != nil:
 		return err
 	}
-	if gen > b.Generation {
-		return fmt.Errorf("%w: task %s: writer generation %d, the store holds %d", sink.ErrFenced, task, b.Generation, gen)
+	if gen > b.Generation || claims != b.Token {
+		return fmt.Errorf("%w: task %s: the writer holds generation %d and claim %d, the store %d and %d",
+			sink.ErrFenced, task, b.Generation, b.Token, gen, claims)
 	}
 	have, err := sink.ParsePosition(stored)
 	if err != nil {
@@ -74,10 +76,8 @@ func (s *Sink) write(ctx context.Context, tx pgx.Tx, b *sink.Batch) error {
 	if err := s.writeRecords(ctx, tx, recs, bad); err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO `+s.progress+` (sink, task, generation, position, refused, updated_at) VALUES ($1, $2, $3, $4, $5, now())
-		ON CONFLICT (sink, task) DO UPDATE SET generation = EXCLUDED.generation, position = EXCLUDED.position,
-			refused = EXCLUDED.refused, updated_at = now()`,
-		id, task, b.Generation, have.Merge(b.To).String(), refusedText(refused))
+	_, err = tx.Exec(ctx, `UPDATE `+s.progress+` SET position = $3, refused = $4, updated_at = now() WHERE sink = $1 AND task = $2`,
+		id, task, have.Merge(b.To).String(), refusedText(refused))
 	return err
 }
 
