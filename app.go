@@ -151,6 +151,7 @@ func (a *App) run(ctx context.Context) error {
 	}
 	a.cfg.logger.Info("weir: starting", "application", a.cfg.applicationID, "mode", a.cfg.mode.String(),
 		"guarantee", a.cfg.guarantee.String())
+	a.warnSinks() // sinks.go
 	runErr := a.runEngine(ctx, rt, txnID)
 	if runErr != nil {
 		// Failed while /healthz still answers: the shutdown may take a

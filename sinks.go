@@ -64,3 +64,20 @@ func (c *config) validateSinks(topo *topology.Topology) error {
 	}
 	return errors.Join(bad...)
 }
+
+// warnSinks logs the external sinks written by a sub-topology that reads
+// several topics: a replay may interleave its partitions differently, and
+// a row may then lag behind its inputs until its key's next update
+// (docs/guarantees.md, "Exactly-once into an external store").
+func (a *App) warnSinks() {
+	g := a.topo.Graph()
+	for i := range g.Subtopologies {
+		st := &g.Subtopologies[i]
+		names := st.ExternalSinks()
+		if len(names) == 0 || len(st.SourceTopics()) < 2 {
+			continue
+		}
+		a.cfg.logger.Warn("weir: an external sink is written by a sub-topology that reads several topics; after a replay a row may lag behind its inputs until its next update",
+			"sinks", names, "subtopology", st.ID, "topics", len(st.SourceTopics()))
+	}
+}

@@ -56,8 +56,6 @@ type taskExternal struct {
 	index map[string]int
 	// buf holds, per sink, the records written since the last commit.
 	buf map[string][]sink.Record
-	// skipped counts outputs dropped because the store had them.
-	skipped int64
 }
 
 // HasExternalSinks reports whether the topology writes to external sinks.
@@ -129,7 +127,6 @@ func (t *Task) collectExternal(o processor.Output) error {
 		rec.Headers = append(rec.Headers, sink.Header{Key: h.Key, Value: h.Value})
 	}
 	if t.ext.known[o.Topic].Covers(rec.Source, rec.Offset) {
-		t.ext.skipped++
 		t.rt.log.Debug("weir: external sink holds the output already", "sink", o.Topic, "task", t.id.String(),
 			"topic", rec.Source.Topic, "partition", rec.Source.Partition, "offset", rec.Offset, "refused", len(t.ext.refused[o.Topic]))
 		if cause, ok := t.ext.refused[o.Topic][rec.ID()]; ok {
