@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -73,6 +74,12 @@ func sinkTables(t *testing.T, pool *pgxpool.Pool, prefix string) (counts, audit 
 		_, _ = pool.Exec(context.Background(), "DROP TABLE "+prefix+"_counts, "+prefix+"_audit")
 		_, _ = pool.Exec(context.Background(), "DELETE FROM "+postgres.DefaultProgressTable+" WHERE sink LIKE $1", prefix+"%")
 	})
+	return newSinks(t, pool, prefix)
+}
+
+// newSinks returns the sinks of the tables sinkTables created.
+func newSinks(t *testing.T, pool *pgxpool.Pool, prefix string) (counts, audit *postgres.Sink) {
+	t.Helper()
 	var err error
 	counts, err = postgres.New(postgres.Config{
 		Pool: pool, Mode: postgres.Upsert, Table: prefix + "_counts", Columns: []string{"word", "n"}, Key: []string{"word"},
@@ -371,6 +378,109 @@ func TestPostgresSinkWaitsOutAnOutage(t *testing.T) {
 			require.Equal(t, want, tableCounts(t, pool, prefix))
 			lines := auditCounts(t, pool, prefix)
 			require.Len(t, lines, 700)
+			for k, n := range lines {
+				require.Equal(t, 1, n, "line %s is in the audit table %d times", k, n)
+			}
+		})
+	}
+}
+
+const pgChildEnv = "WEIR_PG_CHILD"
+
+// TestPostgresSinkCrashChild is the child process of
+// TestPostgresSinkSurvivesSIGKILL: an instance writing the word counts and
+// the audit table, configured by the environment, running until killed
+// (or, on SIGTERM, stopped gracefully). It is skipped in a normal run.
+func TestPostgresSinkCrashChild(t *testing.T) {
+	if os.Getenv(pgChildEnv) == "" {
+		t.Skip("child process of the PostgreSQL sink's crash test")
+	}
+	env := func(k string) string { return os.Getenv("WEIR_CHILD_" + k) }
+	pool := postgresPool(t)
+	counts, audit := newSinks(t, pool, env("PREFIX"))
+	opts := []weir.Option{
+		weir.WithBrokers(strings.Split(env("BROKERS"), ",")...),
+		weir.WithApplicationID(env("APP")),
+		weir.WithStateDir(env("STATE_DIR")),
+		weir.WithGuarantee(weir.ExactlyOnce),
+		weir.WithSessionTimeout(3 * time.Second),
+		weir.WithHeartbeatInterval(300 * time.Millisecond),
+		weir.WithLogger(testLogger()),
+		weir.WithSink("counts", counts), weir.WithSink("audit", audit),
+	}
+	if env("MODE") == "micro-batch" {
+		opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: 50}))
+	}
+	app, err := weir.New(sinkTopology(t, env("IN")), opts...)
+	require.NoError(t, err)
+	ctx, stop := signalContext()
+	defer stop()
+	require.NoError(t, app.Run(ctx))
+}
+
+// startPostgresChild starts a child instance with its own state dir.
+func startPostgresChild(t *testing.T, env *kafkatest.Env, mode, appID, in, prefix, stateDir string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPostgresSinkCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), pgChildEnv+"=1",
+		"WEIR_CHILD_BROKERS="+strings.Join(env.Brokers, ","), "WEIR_CHILD_APP="+appID, "WEIR_CHILD_IN="+in,
+		"WEIR_CHILD_PREFIX="+prefix, "WEIR_CHILD_STATE_DIR="+stateDir, "WEIR_CHILD_MODE="+mode)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, cmd.Start())
+	c := &child{cmd: cmd, done: make(chan error, 1)}
+	go func() { c.done <- cmd.Wait() }()
+	t.Cleanup(func() { c.kill(t) })
+	return c
+}
+
+// Two instances, child processes, write the word counts and the audit
+// table while input flows; each is killed with SIGKILL in the middle of
+// its epochs or batches — between a database write and its Kafka commit,
+// some of the time — and restarted, once on its own state dir and once on
+// an empty one. At the end every word's row is its count over the whole
+// input and every line is in the audit table exactly once.
+func TestPostgresSinkSurvivesSIGKILL(t *testing.T) {
+	kafkatest.Long(t)
+	pool := postgresPool(t)
+	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
+	for _, mode := range []string{"continuous", "micro-batch"} {
+		t.Run(mode, func(t *testing.T) {
+			in := kafkatest.Topic(t)
+			kafkatest.CreateTopic(t, env, in, 4)
+			appID := kafkatest.GroupID(t)
+			prefix := fmt.Sprintf("pg%d", time.Now().UnixNano())
+			sinkTables(t, pool, prefix)
+			vocab := []string{"a", "b", "c", "d", "e", "f"}
+			want := map[string]int64{}
+			dirA, dirB := t.TempDir(), t.TempDir()
+			a := startPostgresChild(t, env, mode, appID, in, prefix, dirA)
+			b := startPostgresChild(t, env, mode, appID, in, prefix, dirB)
+			next := 0
+			feed := func(rounds int) {
+				for range rounds {
+					produceLines(t, env, in, next, 50, vocab, want)
+					next += 50
+					time.Sleep(150 * time.Millisecond)
+				}
+			}
+			feed(10)
+			a.kill(t)
+			feed(5)
+			a = startPostgresChild(t, env, mode, appID, in, prefix, dirA) // its own state dir
+			feed(10)
+			b.kill(t)
+			feed(5)
+			b = startPostgresChild(t, env, mode, appID, in, prefix, t.TempDir()) // an empty one
+			feed(10)
+			a.kill(t)
+			a = startPostgresChild(t, env, mode, appID, in, prefix, dirA)
+			feed(5)
+			waitForTable(t, pool, prefix, want)
+			a.stop(t)
+			b.stop(t)
+			require.Equal(t, want, tableCounts(t, pool, prefix), "every word's row is its count over the whole input")
+			lines := auditCounts(t, pool, prefix)
+			require.Len(t, lines, next)
 			for k, n := range lines {
 				require.Equal(t, 1, n, "line %s is in the audit table %d times", k, n)
 			}
