@@ -17,9 +17,11 @@ import (
 // External sinks: the records a topology's ToSink writes go to stores
 // outside Kafka, per task, by the protocol of package sink — claim the
 // task's progress row when the task is acquired (claimExternal), drop the
-// outputs of input records that row's position covers (collect), write
+// outputs of input records that row's position covers (collectExternal),
+// write
 // each task's records with its position before Kafka's commit
-// (writeExternal, called first thing by Commit). The continuous engine
+// (writeExternal, called by Commit once the record caches are flushed),
+// forget the refusals Kafka's commit covers (externalCommitted). The continuous engine
 // commits under its barrier when external sinks exist, so that the
 // positions Commit receives are exactly those of the records buffered.
 
@@ -207,7 +209,8 @@ func (r *Runtime) writeExternal(ctx context.Context, positions Positions) error 
 			to := from.Merge(nil)
 			for tp, next := range positions {
 				if tp.Partition == t.id.Partition && r.readsTopic(t.id.Subtopology, tp.Topic) {
-					to[sink.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}] = max(to[sink.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}], next)
+					stp := sink.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
+					to[stp] = max(to[stp], next)
 				}
 			}
 			for _, rec := range recs {
