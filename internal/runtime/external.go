@@ -17,13 +17,13 @@ import (
 // External sinks: the records a topology's ToSink writes go to stores
 // outside Kafka, per task, by the protocol of package sink — claim the
 // task's progress row when the task is acquired (claimExternal), drop the
-// outputs of input records that row's position covers (collectExternal),
-// write
-// each task's records with its position before Kafka's commit
-// (writeExternal, called by Commit once the record caches are flushed),
-// forget the refusals Kafka's commit covers (externalCommitted). The continuous engine
-// commits under its barrier when external sinks exist, so that the
-// positions Commit receives are exactly those of the records buffered.
+// outputs of input records that row's position covers
+// (collectExternal), write each task's records with its position before
+// Kafka's commit (writeExternal, called by Commit once the record caches
+// are flushed), and forget the refusals Kafka's commit covers
+// (externalCommitted). The continuous engine commits under its barrier
+// when external sinks exist, so that the positions Commit receives are
+// exactly those of the records buffered.
 
 // externalRetryFor bounds how long a write to an external sink is tried
 // again in place (with back-off) before the epoch rewinds: the store is
