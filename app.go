@@ -49,7 +49,7 @@ func New(topo *topology.Topology, opts ...Option) (*App, error) {
 		}
 	}
 	cfg.ensureDefaults()
-	err := cfg.validate()
+	err := errors.Join(cfg.validate(), cfg.validateSinks(topo))
 	if topo == nil {
 		err = errors.Join(fmt.Errorf("%w: nil topology", ErrConfig), err)
 	}
@@ -131,6 +131,7 @@ func (a *App) run(ctx context.Context) error {
 		CreateSinks:     a.cfg.createSinks,
 		SkipSinkTopics:  a.cfg.mode == MicroBatch && a.cfg.microBatch.ForEachBatch != nil,
 		TransactionalID: txnID,
+		ExternalSinks:   a.cfg.sinks,
 	})
 	if err != nil {
 		return fmt.Errorf("weir: %w", err)
@@ -143,6 +144,7 @@ func (a *App) run(ctx context.Context) error {
 	}
 	a.cfg.logger.Info("weir: starting", "application", a.cfg.applicationID, "mode", a.cfg.mode.String(),
 		"guarantee", a.cfg.guarantee.String())
+	a.warnSinks() // outputs.go
 	runErr := a.runEngine(ctx, rt, txnID)
 	if runErr != nil {
 		// Failed while /healthz still answers: the shutdown may take a

@@ -17,6 +17,7 @@ import (
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/microbatch"
+	"github.com/weirstream/weir/sink"
 )
 
 // Option configures an App. New applies the options in order (a later one
@@ -76,7 +77,8 @@ type config struct {
 	topicConfig       map[string]string
 	createSinks       *runtime.SinkTopics
 	stateListener     func(State, Status)
-	kafkaTuning       kafka.Tuning // options_kafka.go
+	kafkaTuning       kafka.Tuning         // options_kafka.go
+	sinks             map[string]sink.Sink // outputs.go
 }
 
 type sasl struct{ mechanism, user, password string }

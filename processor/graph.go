@@ -125,6 +125,10 @@ type Node struct {
 	Topic TopicRef
 	// Encode is the sink's serializer.
 	Encode EncodeFunc
+	// External marks a sink node that writes to an external store (a
+	// database) instead of Kafka: Topic.Name is the name the application
+	// registers the store under, and its outputs are OutputExternal.
+	External bool
 }
 
 // SourceTopics returns the topics the sub-topology reads, in node order.
@@ -139,14 +143,27 @@ func (s *Subtopology) SourceTopics() []TopicRef {
 }
 
 // SinkTopics returns the topics the sub-topology writes, in node order.
+// External sinks write no topic and are not among them.
 func (s *Subtopology) SinkTopics() []TopicRef {
 	var ts []TopicRef
 	for _, n := range s.Nodes {
-		if n.Kind == KindSink {
+		if n.Kind == KindSink && !n.External {
 			ts = append(ts, n.Topic)
 		}
 	}
 	return ts
+}
+
+// ExternalSinks returns the names of the external sinks the sub-topology
+// writes, in node order.
+func (s *Subtopology) ExternalSinks() []string {
+	var names []string
+	for _, n := range s.Nodes {
+		if n.Kind == KindSink && n.External {
+			names = append(names, n.Topic.Name)
+		}
+	}
+	return names
 }
 
 // Validate checks the structural invariants NewTask relies on: unique node

@@ -69,6 +69,10 @@ const (
 	// OutputChangelog is a state store change, written to the store's
 	// changelog topic in the task's partition.
 	OutputChangelog
+	// OutputExternal is a record written by an external sink (ToSink):
+	// Topic is the sink's name, and the engine hands the record to the
+	// store registered under it instead of Kafka.
+	OutputExternal
 )
 
 // untyped is the representation of records between nodes.

@@ -325,7 +325,10 @@ func (t *Task) emit(n *node, r untyped) error {
 		return &RecordError{Kind: SerializationError, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Node: n.def.Name, Err: err}
 	}
 	kind := OutputSink
-	if n.def.Topic.Internal {
+	switch {
+	case n.def.External:
+		kind = OutputExternal
+	case n.def.Topic.Internal:
 		kind = OutputRepartition
 	}
 	return t.cfg.Emit(Output{Topic: topic, Partition: -1, Key: k, Value: v, Timestamp: r.Timestamp, Headers: r.Headers, Kind: kind})

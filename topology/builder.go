@@ -58,6 +58,8 @@ type nodeDef struct {
 	// partition count the topic copies: a foreign-key join's topics are
 	// co-partitioned with their reader's table, not their writer's.
 	copartition *nodeDef
+	// external marks a sink writing to an external store (ToSink).
+	external bool
 }
 
 type storeDef struct {
@@ -318,6 +320,7 @@ func (n *nodeDef) compile() processor.Node {
 	out := processor.Node{
 		Name: n.name, Kind: n.kind, Stores: append([]string(nil), n.stores...),
 		Topics: n.topics, Decode: n.decode, Timestamp: n.timestamp, New: n.newProc, Topic: n.topic, Encode: n.encode,
+		External: n.external,
 	}
 	for _, c := range n.children {
 		out.Children = append(out.Children, c.name)

@@ -137,7 +137,11 @@ func (t *Topology) Describe() string {
 				}
 				fmt.Fprintf(&sb, "    Processor: %s (stores: [%s])\n", n.Name, strings.Join(stores, ", "))
 			case processor.KindSink:
-				fmt.Fprintf(&sb, "    Sink: %s (topic: %s)\n", n.Name, n.Topic.Name)
+				if n.External {
+					fmt.Fprintf(&sb, "    Sink: %s (external: %s)\n", n.Name, n.Topic.Name)
+				} else {
+					fmt.Fprintf(&sb, "    Sink: %s (topic: %s)\n", n.Name, n.Topic.Name)
+				}
 			}
 			if n.Kind != processor.KindSink {
 				fmt.Fprintf(&sb, "      --> %s\n", nodeNames(order(n.Children)))

@@ -101,6 +101,9 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 	if err := r.flushCaches(ctx); err != nil { // record caches: before anything is committed
 		return r.flushFailed(ctx, fmt.Errorf("runtime: flush record caches: %w", err))
 	}
+	if err := r.writeExternal(ctx, positions); err != nil { // external sinks: before Kafka (external.go)
+		return r.flushFailed(ctx, err)
+	}
 	// The layers kept by at-least-once commits behind are decided with
 	// the epoch, before it; their changelog records not sent yet go
 	// before the epoch's.
@@ -132,6 +135,7 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 		}
 		return err
 	}
+	r.externalCommitted(positions) // external.go
 	applyStart := time.Now()
 	err = r.applyKept(kept)
 	if err == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/sink"
 	"github.com/weirstream/weir/statestore/badgerstore"
 )
 
@@ -69,6 +70,9 @@ type Config struct {
 	// TransactionalID, under exactly-once, makes the preflight check the
 	// transactional features the cluster offers for it.
 	TransactionalID string
+	// ExternalSinks are the stores the topology's ToSink names write to,
+	// by name (external.go).
+	ExternalSinks map[string]sink.Sink
 }
 
 // TopicSettings are what weir's internal topics are created with besides

@@ -363,6 +363,7 @@ func (r *Runtime) dropStaged() {
 			st.Reset()
 		}
 		t.task.DiscardChangelog()
+		t.dropExternal()
 		return nil
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/processor"
+	"github.com/weirstream/weir/sink"
 	"github.com/weirstream/weir/statestore"
 	"github.com/weirstream/weir/statestore/badgerstore"
 )
@@ -54,6 +55,12 @@ type Task struct {
 	// (see writer.go): the group generation it was acquired in, or the
 	// newest its restore saw if that is newer. Set before ready closes.
 	writer int32
+	// ext holds the task's external sink state (external.go); nil if its
+	// sub-topology writes none. in and inOffset name the input record
+	// being processed (inOffset -1 outside Process).
+	ext      *taskExternal
+	in       sink.TopicPartition
+	inOffset int64
 }
 
 // Acquire returns the task id, creating and restoring it if this is its
@@ -63,13 +70,16 @@ func (ts *Tasks) Acquire(ctx context.Context, id processor.TaskID, generation in
 	ts.mu.Lock()
 	t, ok := ts.m[id]
 	if !ok {
-		t = &Task{id: id, rt: ts.rt, ready: make(chan struct{}), writer: max(generation, 0)}
+		t = &Task{id: id, rt: ts.rt, ready: make(chan struct{}), writer: max(generation, 0), inOffset: -1}
 		ts.m[id] = t
 	}
 	t.refs++
 	ts.mu.Unlock()
 	if !ok {
 		t.err = t.open(ctx)
+		if t.err == nil {
+			t.err = t.claimExternal(ctx)
+		}
 		close(t.ready)
 	}
 	select {
@@ -199,12 +209,15 @@ func (t *Task) Process(ctx context.Context, rec kafka.Record) error {
 		return err
 	}
 	t.ctx = ctx
+	t.in, t.inOffset = sink.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}, rec.Offset
+	t.startInput()
 	t.rt.stats.RecordsIn.Add(1)
 	err := t.task.Process(processor.RawRecord{
 		Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
 		Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp, Headers: toProcessorHeaders(rec.Headers),
 	})
 	t.ctx = nil
+	t.inOffset = -1
 	if err != nil {
 		return t.rt.handleBadRecord(ctx, rec, err)
 	}
@@ -213,6 +226,9 @@ func (t *Task) Process(ctx context.Context, rec kafka.Record) error {
 
 // emit writes a task output through the producer.
 func (t *Task) emit(o processor.Output) error {
+	if o.Kind == processor.OutputExternal {
+		return t.collectExternal(o)
+	}
 	ctx := t.ctx
 	if ctx == nil {
 		ctx = context.Background() // a wall-clock punctuation

@@ -442,7 +442,7 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) err
 		return fmt.Errorf("continuous: wall-clock punctuation: %w", err)
 	}
 	pos := e.positions()
-	if behind && e.rt.CanCommitBehind() {
+	if behind && e.rt.CanCommitBehind() && !e.rt.HasExternalSinks() { // an external sink writes in Commit, under the barrier
 		cut, err := e.rt.CutBehind(ctx, pos, s, &ph)
 		switch {
 		case errors.Is(err, runtime.ErrRewind):

@@ -1,10 +1,34 @@
 package weir
 
+// Tests of the package's unexported parts: the bad-record policy's
+// mapping, the application state, the Kafka options' mapping.
+
 import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/microbatch"
 )
+
+// Each of weir's policies is the runtime's policy of the same meaning.
+func TestBadRecordPolicyReachesTheRuntime(t *testing.T) {
+	for _, tc := range []struct {
+		p    BadRecordPolicy
+		want runtime.BadRecordPolicy
+		name string
+	}{
+		{Fail, runtime.Fail, "fail"},
+		{Skip, runtime.Skip, "skip"},
+		{DeadLetter, runtime.DeadLetter, "dead-letter"},
+		{DeadLetter + 1, runtime.BadRecordPolicy(3), "BadRecordPolicy(3)"},
+	} {
+		require.Equal(t, tc.want, tc.p.runtime())
+		require.Equal(t, tc.name, tc.p.String())
+	}
+}
 
 // The state tracker: hooks move the state, Restoring shows while tasks
 // restore in Running, a commit that hangs past the stall bound shows
@@ -76,4 +100,25 @@ func TestStateTracker(t *testing.T) {
 			t.Fatalf("listener saw %v, want %v", seen, want)
 		}
 	}
+}
+
+// The clients' linger: none (the producers' adaptive linger) in every
+// mode and guarantee, and WithLinger's value wherever it is given.
+func TestLingerDefaultsByMode(t *testing.T) {
+	linger := func(opts ...Option) time.Duration {
+		t.Helper()
+		c := newConfig()
+		for _, o := range opts {
+			o(&c)
+		}
+		c.ensureDefaults()
+		return c.kafkaConfig().Tuning.Linger
+	}
+	mb := WithMicroBatch(microbatch.Config{Trigger: microbatch.Continuously()})
+	require.Zero(t, linger())
+	require.Zero(t, linger(WithGuarantee(ExactlyOnce)))
+	require.Zero(t, linger(mb))
+	require.Zero(t, linger(mb, WithGuarantee(ExactlyOnce)))
+	require.Equal(t, 2*time.Millisecond, linger(WithLinger(2*time.Millisecond)))
+	require.Equal(t, 2*time.Millisecond, linger(mb, WithLinger(2*time.Millisecond)))
 }
