@@ -35,6 +35,7 @@ import (
 	"encoding/hex"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -135,6 +136,28 @@ func Kfake(t testing.TB, opts embedded.Options) *Env {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
 	return &Env{Name: "kfake", Brokers: b.Addrs(), broker: b}
+}
+
+// EnvSeed names the variable that replays a test's seeded choices: a test
+// that draws which cases of a matrix it runs (Seed) logs its seed, and
+// WEIR_TEST_SEED=<seed> draws the same ones again.
+const EnvSeed = "WEIR_TEST_SEED"
+
+// Seed returns the seed of t's random choices, WEIR_TEST_SEED or a new
+// one each run, and logs it. Suites that grow past what CI's time allows
+// draw their cases with it, so that every run covers every class of
+// fault and, over runs, every combination.
+func Seed(t testing.TB) uint64 {
+	t.Helper()
+	if v := os.Getenv(EnvSeed); v != "" {
+		seed, err := strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err, "%s", EnvSeed)
+		t.Logf("seed %d (from %s)", seed, EnvSeed)
+		return seed
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d (%s=%d replays it)", seed, EnvSeed, seed)
+	return seed
 }
 
 // Long skips t unless WEIR_LONG_TESTS is set. A long test waits out real
