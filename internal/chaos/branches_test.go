@@ -87,7 +87,7 @@ func branchOutputs(e *expectation) (totals, regions, outer []kafka.Record) {
 
 // The checks pass a correct run's outputs and find each kind of wrong one.
 func TestBranchChecks(t *testing.T) {
-	e, err := newExpectation(Generate(5, 20_000))
+	e, err := newExpectation(Generate(5, 20_000), nil)
 	require.NoError(t, err)
 	totals, regions, outer := branchOutputs(e)
 	check := func(ordered bool, f func(*verifier) func([]kafka.Record, *report), recs []kafka.Record) report {

@@ -20,7 +20,11 @@
 // aggregate table (branches.go): re-grouped by region (Count mod 4, so an
 // account moves with every input), the accounts and sum per region with an
 // adder and a subtractor; and joined by that region as a foreign key to a
-// small regions table the runner fills before the instances start.
+// small regions table the runner fills before the instances start. After
+// the last input an extended run writes one end-of-run record per
+// partition, of a reserved account, stamped 20 s later: it closes the outer
+// join's last windows (endofrun.go); the verifier skips the reserved
+// accounts' outputs but counts them in the region totals.
 //
 // A micro-batch scenario ends with a bounded phase: the last tenth of the
 // input arrives with every instance stopped, and three AvailableNow
@@ -42,8 +46,8 @@
 // account's last one is its final fold's (under at-least-once that one is
 // written: a replaced member's late duplicate may follow it); every
 // outer-join pair a real one,
-// every good input in a pair or emitted alone unless it can still wait at
-// the end, and under exactly-once no output twice; every bad input once in
+// every good input in a pair or emitted alone (with the end-of-run
+// records, none can still wait at the end), and under exactly-once no output twice; every bad input once in
 // "<input>-dlq" with the weir.error.* and weir.source.* headers naming its
 // error and offset; no transaction left open (last stable offset = end
 // offset) on any topic weir wrote; the group's committed offsets equal the

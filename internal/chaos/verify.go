@@ -38,6 +38,9 @@ type expectation struct {
 	// branch is the extended workload's re-grouping, foreign-key join and
 	// outer join (verify_branches.go).
 	branch branchWant
+	// endOfRun are the end-of-run records written after the inputs
+	// (endofrun.go), none when the run writes none.
+	endOfRun []Input
 }
 
 // sessionWant is one session's aggregate, and whether it is the account's
@@ -47,8 +50,10 @@ type sessionWant struct {
 	final bool
 }
 
-func newExpectation(inputs []Input) (*expectation, error) {
-	e := &expectation{inputs: inputs, part: make([]int32, len(inputs)), off: make([]int64, len(inputs)),
+// newExpectation recomputes the outputs of inputs followed by the
+// end-of-run records endOfRun (nil when the run writes none).
+func newExpectation(inputs, endOfRun []Input) (*expectation, error) {
+	e := &expectation{inputs: inputs, endOfRun: endOfRun, part: make([]int32, len(inputs)), off: make([]int64, len(inputs)),
 		folds: map[string][]Agg{}, windows: map[string][]Agg{}, pairs: map[string]string{}, sessions: map[string]sessionWant{}}
 	byKey := map[string][]int64{} // good input ids by key, ascending
 	for _, in := range inputs {
@@ -88,7 +93,7 @@ func newExpectation(inputs []Input) (*expectation, error) {
 		}
 	}
 	var err error
-	e.branch, err = newBranchWant(e.folds, inputs)
+	e.branch, err = newBranchWant(e.folds, inputs, endOfRun)
 	return e, err
 }
 
@@ -196,6 +201,9 @@ func (v *verifier) checkCopies(ctx context.Context, r *report) error {
 	}
 	seen := make([]int32, len(v.exp.inputs))
 	for _, rec := range recs {
+		if isEndOfRun(string(rec.Key)) {
+			continue
+		}
 		t, err := serde.JSON[Txn]().Deserialize("", rec.Value)
 		in, ok := v.input(t.ID)
 		switch {
@@ -240,6 +248,9 @@ func (v *verifier) checkAggregates(ctx context.Context, r *report, topic string,
 	position := map[string]int64{}
 	for _, rec := range recs {
 		key := string(rec.Key)
+		if isEndOfRun(key) {
+			continue
+		}
 		a, err := serde.JSON[Agg]().Deserialize("", rec.Value)
 		folds := want[key]
 		if err != nil || a.Count < 1 || a.Count > int64(len(folds)) {
@@ -281,6 +292,9 @@ func (v *verifier) checkPairs(ctx context.Context, r *report) error {
 	}
 	seen := make(map[string]int, len(v.exp.pairs))
 	for _, rec := range recs {
+		if isEndOfRun(string(rec.Key)) {
+			continue
+		}
 		pair := string(rec.Value)
 		key, ok := v.exp.pairs[pair]
 		if !ok || key != string(rec.Key) {
@@ -314,6 +328,9 @@ func (v *verifier) checkSessions(ctx context.Context, r *report) error {
 	last := map[string]bool{} // by key: whether its last record is a value
 	for _, rec := range recs {
 		key := string(rec.Key)
+		if isEndOfRun(key) {
+			continue
+		}
 		want, ok := v.exp.sessions[key]
 		if !ok {
 			r.mismatches++
@@ -360,6 +377,9 @@ func (v *verifier) checkDeadLetters(ctx context.Context, r *report) error {
 	}
 	seen := make([]int32, len(v.exp.inputs))
 	for _, rec := range recs {
+		if isEndOfRun(string(rec.Key)) {
+			continue
+		}
 		id, err := IDOf(rec.Value)
 		in, ok := v.input(id)
 		if err != nil || !ok || in.Kind == Good {

@@ -12,20 +12,30 @@ import (
 // branchWant is what the verifier recomputes for the extended workload's
 // re-grouping, foreign-key join and outer join (branches.go).
 type branchWant struct {
-	// regions[i] is region i's total over every account's final fold.
+	// regions[i] is region i's total over every account's final fold,
+	// the reserved accounts' (endofrun.go) included.
 	regions [Regions]RegionTotal
-	// lastGood[p] is the largest good input id of the accounts of
-	// partition p: the outer join's stream time in that partition's task
-	// at the end of the run.
+	// lastGood[p] is the largest id of a good input or end-of-run record
+	// of partition p: the outer join's stream time in that partition's
+	// task at the end of the run (an id is its timestamp, see stamp).
 	lastGood [Partitions]int64
 	// partition of each account after the repartition by key.
 	partition map[string]int32
 }
 
-func newBranchWant(folds map[string][]Agg, inputs []Input) (branchWant, error) {
+// newBranchWant recomputes the branches' outputs from the accounts' folds,
+// the inputs and the end-of-run records; the reserved accounts count in
+// the region totals like any account, each the fold of its one record.
+func newBranchWant(folds map[string][]Agg, inputs, endOfRun []Input) (branchWant, error) {
 	w := branchWant{partition: map[string]int32{}}
+	var keys []string
 	for k := range Keys {
-		key := KeyName(k)
+		keys = append(keys, KeyName(k))
+	}
+	for _, in := range endOfRun {
+		keys = append(keys, in.Key)
+	}
+	for _, key := range keys {
 		p, err := kafka.PartitionForKey([]byte(key), Partitions)
 		if err != nil {
 			return w, err
@@ -37,7 +47,12 @@ func newBranchWant(folds map[string][]Agg, inputs []Input) (branchWant, error) {
 		i := last.Count % Regions
 		w.regions[i] = addAccount("", last, w.regions[i])
 	}
-	for _, in := range inputs {
+	for _, in := range endOfRun {
+		last := Fold(Agg{}, in.Txn)
+		i := last.Count % Regions
+		w.regions[i] = addAccount("", last, w.regions[i])
+	}
+	for _, in := range slices.Concat(inputs, endOfRun) {
 		if p := w.partition[in.Key]; in.Kind == Good && in.ID > w.lastGood[p] {
 			w.lastGood[p] = in.ID
 		}
@@ -73,7 +88,7 @@ func (v *verifier) checkRegionTotals(recs []kafka.Record, r *report) {
 			r.problem("region total at %d@%d is no region's total: %q → %q", rec.Partition, rec.Offset, rec.Key, trim(rec.Value))
 			continue
 		}
-		if v.ordered && (t.Accounts < 0 || t.Accounts > Keys) {
+		if v.ordered && (t.Accounts < 0 || t.Accounts > int64(Keys+len(v.exp.endOfRun))) {
 			r.mismatches++
 			r.problem("region %s at %d@%d counts %d accounts", rec.Key, rec.Partition, rec.Offset, t.Accounts)
 		}
@@ -108,6 +123,9 @@ func (v *verifier) checkAccountRegions(recs []kafka.Record, r *report) {
 	written := map[AccountRegion]map[string]bool{} // results written, by result and account
 	for _, rec := range recs {
 		key := string(rec.Key)
+		if isEndOfRun(key) {
+			continue
+		}
 		folds := v.exp.folds[key]
 		if rec.Value == nil { // a delete: kept, it must not be the last
 			last[key] = nil
@@ -155,7 +173,9 @@ func describe(a *AccountRegion) string {
 // account's even-id and odd-id good inputs within JoinWithin, and every
 // record emitted alone is a good input of its side and account; every good
 // input is in some output unless it can still wait at the end of the run
-// (see outerExempt); under exactly-once no pair and no lone record twice.
+// (see outerExempt: with the end-of-run records, none can); under
+// exactly-once no pair and no lone record twice. The reserved accounts'
+// outputs are skipped.
 //
 // A record emitted alone may be in a pair too: emitted once its window
 // closed, or at once when it came after its window had (after a replay),
@@ -166,6 +186,9 @@ func (v *verifier) checkOuter(recs []kafka.Record, r *report) {
 	covered := make([]bool, len(v.exp.inputs))
 	for _, rec := range recs {
 		key := string(rec.Key)
+		if isEndOfRun(key) {
+			continue
+		}
 		even, odd, ok := parseOuterValue(string(rec.Value))
 		if !ok {
 			r.mismatches++
@@ -203,7 +226,7 @@ func (v *verifier) checkOuter(recs []kafka.Record, r *report) {
 		}
 	}
 	for i, in := range v.exp.inputs {
-		if in.Kind != Good || covered[i] || in.ID+outerExempt.Milliseconds() >= v.exp.branch.lastGood[v.exp.branch.partition[in.Key]] {
+		if in.Kind != Good || covered[i] || v.exp.outerMayWait(in) {
 			continue
 		}
 		r.lost++
@@ -211,9 +234,30 @@ func (v *verifier) checkOuter(recs []kafka.Record, r *report) {
 	}
 }
 
-// outerExempt is how far behind its partition's last good input (the
-// join's final stream time there) an unmatched input may be and still wait
-// at the end of the run: twice its window and grace. Its window closes
+// outerMayWait reports whether input in may still wait unmatched in the
+// outer join at the end of the run, exempt from the check that every good
+// input is in some output: whether it is within outerExempt of its
+// partition's last good input or end-of-run record.
+func (e *expectation) outerMayWait(in Input) bool {
+	return in.ID+outerExempt.Milliseconds() >= e.branch.lastGood[e.branch.partition[in.Key]]
+}
+
+// outerExempted counts the good inputs outerMayWait exempts.
+func (e *expectation) outerExempted() int {
+	n := 0
+	for _, in := range e.inputs {
+		if in.Kind == Good && e.outerMayWait(in) {
+			n++
+		}
+	}
+	return n
+}
+
+// outerExempt is how far behind its partition's last good input or
+// end-of-run record (the join's final stream time there) an unmatched
+// input may be and still wait at the end of the run: twice its window and
+// grace, less than EndOfRunDelay, so with the end-of-run records no input
+// is exempt. Its window closes
 // when stream time passes its timestamp + JoinWithin + OuterGrace, but the
 // scan that emits closed records runs only once stream time passes the
 // earliest waiting timestamp the join keeps + JoinWithin + OuterGrace, and
