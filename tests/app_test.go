@@ -70,12 +70,19 @@ func startInstance(t *testing.T, topo *topology.Topology, env *kafkatest.Env, ap
 // stop stops the instance gracefully and returns Run's result.
 func (in *instance) stop(t *testing.T) error {
 	t.Helper()
+	return in.stopWithin(t, 60*time.Second)
+}
+
+// stopWithin stops the instance gracefully and returns Run's result,
+// failing t if Run has not returned within d.
+func (in *instance) stopWithin(t *testing.T, d time.Duration) error {
+	t.Helper()
 	in.cancel()
 	select {
 	case err := <-in.done:
 		return err
-	case <-time.After(60 * time.Second):
-		t.Fatal("instance did not stop within 60s")
+	case <-time.After(d):
+		t.Fatalf("instance did not stop within %v", d)
 		return nil
 	}
 }
