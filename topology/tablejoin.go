@@ -182,7 +182,7 @@ func (p *tableJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any, any], r
 			return err
 		}
 	}
-	had, err := p.remember(k, r.Value != nil)
+	had, err := rememberKey(p.keys, k, r.Value != nil)
 	if err != nil {
 		return err
 	}
@@ -213,18 +213,19 @@ func (p *tableJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any, any], r
 	return ctx.Forward(r) // a nil value: this side deleted, so is the result
 }
 
-// remember records whether this side now has k, when it is kept, and
-// reports whether it had k before.
-func (p *tableJoinSide[K, V, VO, VR]) remember(k K, has bool) (bool, error) {
-	if p.keys == nil {
+// rememberKey records in keys (a kept side's keys; nil when the side is
+// not kept) whether the side now has k, and reports whether it had k
+// before.
+func rememberKey[K any](keys *statestore.KV[K, int64], k K, has bool) (bool, error) {
+	if keys == nil {
 		return false, nil
 	}
-	_, had, err := p.keys.Get(k)
+	_, had, err := keys.Get(k)
 	if err == nil {
 		if has {
-			err = p.keys.Put(k, 1)
+			err = keys.Put(k, 1)
 		} else if had {
-			err = p.keys.Delete(k)
+			err = keys.Delete(k)
 		}
 	}
 	if err != nil {

@@ -277,7 +277,7 @@ func (p *versionedTableJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any
 			return err
 		}
 	}
-	had, err := p.remember(k, r.Value != nil)
+	had, err := rememberKey(p.keys, k, r.Value != nil)
 	if err != nil {
 		return err
 	}
@@ -304,26 +304,6 @@ func (p *versionedTableJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any
 		r.Value = p.join(k, v, false, vo, true)
 	}
 	return ctx.Forward(r) // a nil value: this side deleted, so is the result
-}
-
-// remember records whether this side now has k, when it is kept, and
-// reports whether it had k before.
-func (p *versionedTableJoinSide[K, V, VO, VR]) remember(k K, has bool) (bool, error) {
-	if p.keys == nil {
-		return false, nil
-	}
-	_, had, err := p.keys.Get(k)
-	if err == nil {
-		if has {
-			err = p.keys.Put(k, 1)
-		} else if had {
-			err = p.keys.Delete(k)
-		}
-	}
-	if err != nil {
-		return false, fmt.Errorf("topology: table join: %w", err)
-	}
-	return had, nil
 }
 
 // lookup returns the other side's value of k and its timestamp.
