@@ -52,8 +52,16 @@ if ((EUID == 0)); then
   as() { runuser -u "$osuser" -- "$@"; }
 fi
 
+# A cluster left in $run by an earlier run (a killed CI job, a machine
+# image taken while one ran) is throwaway like any other: a live one is
+# stopped, a dead one's files (a stale postmaster.pid) are removed below.
 if [[ -f $run/data/postmaster.pid ]]; then
-  die "a cluster already runs in $run (scripts/postgres/stop.sh stops it)"
+  if as "$bin/pg_ctl" -D "$run/data" status >/dev/null 2>&1; then
+    log "stopping the cluster an earlier run left in $run"
+    as "$bin/pg_ctl" -D "$run/data" -m immediate -w -t 30 stop >&2 || true
+  else
+    log "removing the files of a cluster that no longer runs in $run"
+  fi
 fi
 rm -rf "$run"
 mkdir -p "$run"
