@@ -66,7 +66,7 @@ func New(topo *topology.Topology, opts ...Option) (*App, error) {
 }
 
 func (c *config) kafkaConfig() kafka.Config {
-	kc := kafka.Config{Brokers: c.brokers, ClientID: c.clientID, TLS: c.tls, Logger: c.logger, Tuning: c.kafkaTuning}
+	kc := kafka.Config{Brokers: c.brokers, ClientID: c.clientID, TLS: c.tls, Logger: c.logger, Tuning: c.kafkaTuning, Client: c.kafkaClient}
 	if c.sasl != nil {
 		kc.SASL = &kafka.SASL{Mechanism: c.sasl.mechanism, User: c.sasl.user, Password: c.sasl.password}
 	}

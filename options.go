@@ -78,6 +78,7 @@ type config struct {
 	createSinks       *runtime.SinkTopics
 	stateListener     func(State, Status)
 	kafkaTuning       kafka.Tuning         // options_kafka.go
+	kafkaClient       kafka.Client         // options_kafka.go
 	sinks             map[string]sink.Sink // outputs.go
 }
 

@@ -106,8 +106,33 @@ func WithFetchMaxWait(d time.Duration) Option {
 	return func(c *config) { c.kafkaTuning.FetchMaxWait = d }
 }
 
+// KafkaClient names the Kafka client library weir's connections run on.
+// It is a name, not a client's type: no client's types appear in weir's
+// API, and an application changes client by changing this option alone.
+type KafkaClient string
+
+// The Kafka clients weir runs on (docs/kafka.md compares them).
+const (
+	// KafkaClientSarama is github.com/IBM/sarama, the design's client.
+	KafkaClientSarama KafkaClient = KafkaClient(kafka.ClientSarama)
+	// KafkaClientFranzGo is github.com/twmb/franz-go.
+	KafkaClientFranzGo KafkaClient = KafkaClient(kafka.ClientFranz)
+)
+
+// WithKafkaClient picks the client library under weir's Kafka connections.
+// Without it the environment variable WEIR_KAFKA_CLIENT ("sarama" or
+// "franz-go") decides, then weir's default, KafkaClientSarama. New rejects
+// another name. Behaviour and guarantees are the same on either: the
+// engines see only weir's own types.
+func WithKafkaClient(client KafkaClient) Option {
+	return func(c *config) { c.kafkaClient = kafka.Client(client) }
+}
+
 // validateKafka reports the Kafka client options' problems to bad.
 func (c *config) validateKafka(bad func(format string, a ...any)) {
+	if _, err := kafka.ResolveClient(c.kafkaClient); err != nil {
+		bad("WithKafkaClient: %w", err)
+	}
 	t := c.kafkaTuning
 	if err := kafka.CheckCompression(t.Compression, 0); err != nil {
 		bad("WithCompression: %w", err)

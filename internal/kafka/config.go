@@ -89,6 +89,9 @@ type Config struct {
 	// Tuning holds the producer and consumer settings users may change;
 	// the zero value is weir's defaults.
 	Tuning Tuning
+	// Client is the client library under the connections; empty means
+	// [ResolveClient]'s choice (the environment, then [DefaultClient]).
+	Client Client
 }
 
 // SASL holds SASL credentials. Mechanism is one of [SASLPlain],
@@ -135,6 +138,9 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := c.Tuning.Validate(); err != nil {
+		return err
+	}
+	if _, err := ResolveClient(c.Client); err != nil {
 		return err
 	}
 	return c.SASL.Validate()
