@@ -121,18 +121,20 @@ func (a *App) run(ctx context.Context) error {
 		}
 		txnID = a.cfg.applicationID + "-" + id
 	}
-	rt, err := runtime.New(runtime.Config{
+	rtCfg := runtime.Config{
 		ApplicationID: a.cfg.applicationID, Graph: a.topo.Graph(), Kafka: a.cfg.kafkaConfig(),
 		Logger: a.cfg.logger, BadRecords: a.cfg.badRecords.runtime(), Clock: a.cfg.clock,
 		SessionTimeout: a.cfg.sessionTimeout, HeartbeatInterval: a.cfg.heartbeatInterval,
 		InstanceID: a.cfg.instanceID, StateDir: a.cfg.stateDir, StagingLimit: a.cfg.stagingLimit, MinFreeDisk: a.cfg.minFreeDisk,
-		CacheMaxBytes: a.cfg.cacheMaxBytes, Standbys: a.cfg.standbys, Hooks: joinHooks(a.metrics.Hooks(), a.state.hooks()),
+		CacheMaxBytes: a.cfg.cacheMaxBytes, Hooks: joinHooks(a.metrics.Hooks(), a.state.hooks()),
 		InternalTopics:  runtime.TopicSettings{ReplicationFactor: a.cfg.replication, Config: a.cfg.topicConfig},
 		CreateSinks:     a.cfg.createSinks,
 		SkipSinkTopics:  a.cfg.mode == MicroBatch && a.cfg.microBatch.ForEachBatch != nil,
 		TransactionalID: txnID,
 		ExternalSinks:   a.cfg.sinks,
-	})
+	}
+	a.cfg.replicas.apply(&rtCfg)
+	rt, err := runtime.New(rtCfg)
 	if err != nil {
 		return fmt.Errorf("weir: %w", err)
 	}

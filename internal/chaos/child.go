@@ -87,7 +87,7 @@ func RunChild() error {
 		opts = append(opts, weir.WithGuarantee(weir.ExactlyOnce))
 	}
 	if cfg.HTTP != "" {
-		opts = append(opts, weir.WithHTTP(cfg.HTTP), weir.WithStandbyReplicas())
+		opts = append(opts, weir.WithHTTP(cfg.HTTP), weir.WithStandbyReplicas(2))
 	}
 	if cfg.InstanceID != "" {
 		opts = append(opts, weir.WithInstanceID(cfg.InstanceID))

@@ -194,6 +194,9 @@ type caughtUp struct {
 	// writer is the newest writer generation of the partition's changelog
 	// up to where it read (from the checkpoint on).
 	writer int32
+	// lag is how far the rows were behind the changelog's end when the
+	// catch-up began (offsets, markers and aborted records included).
+	lag int64
 }
 
 // catchUp applies the changelog partition of a store to its Badger rows,
@@ -246,6 +249,7 @@ func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32, re
 		from = badgerstore.Position{Offset: starts[p]}
 	}
 	filter := writerFilter{newest: from.Writer}
+	lag := max(to-from.Offset, 0)
 	if ok && from.Offset == to {
 		return caughtUp{writer: from.Writer}, nil
 	}
@@ -271,7 +275,7 @@ func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32, re
 	if err == nil {
 		err = flush(to)
 	}
-	return caughtUp{applied: n, skipped: filter.skipped, writer: filter.newest}, err
+	return caughtUp{applied: n, skipped: filter.skipped, writer: filter.newest, lag: lag}, err
 }
 
 // EndOffsets returns how far the partitions can be read now: the last
