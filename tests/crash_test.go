@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -55,6 +56,9 @@ func TestCrashChild(t *testing.T) {
 	}
 	if d, err := time.ParseDuration(env("EPOCH")); err == nil {
 		opts = append(opts, weir.WithEpochInterval(d))
+	}
+	if n, err := strconv.Atoi(env("STANDBYS")); err == nil {
+		opts = append(opts, weir.WithStandbyReplicas(n))
 	}
 	app, err := weir.New(wordCountTopology(t, env("IN"), env("OUT")), opts...)
 	require.NoError(t, err)

@@ -129,6 +129,9 @@ func New(application, mode, guarantee string) *Metrics {
 		&lagCollector{m: m, desc: prometheus.NewDesc("weir_partition_lag",
 			"Records behind the end of each consumed partition: high watermark minus the next offset to process.",
 			[]string{"topic", "partition"}, labels)},
+		&replicaLagCollector{m: m, desc: prometheus.NewDesc("weir_replica_lag",
+			"Changelog records each standby or warm-up replica of a store partition kept here was behind when its last catch-up began (every second).",
+			[]string{"store", "partition", "role"}, labels)},
 		collectors.NewGoCollector(),
 	)
 	m.reg.MustRegister(&queryCollector{m: m, desc: prometheus.NewDesc("weir_query_requests_total",
@@ -208,6 +211,34 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for tp, lag := range s.Lags() {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(lag), tp.Topic, strconv.Itoa(int(tp.Partition)))
+	}
+}
+
+// replicaLagSource is a Source that keeps standby and warm-up replicas
+// (the runtime does).
+type replicaLagSource interface {
+	ReplicaLags() []runtime.ReplicaLag
+}
+
+// replicaLagCollector reports the lag of every replica the run keeps.
+type replicaLagCollector struct {
+	m    *Metrics
+	desc *prometheus.Desc
+}
+
+func (c *replicaLagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *replicaLagCollector) Collect(ch chan<- prometheus.Metric) {
+	s, ok := c.m.source().(replicaLagSource)
+	if !ok {
+		return
+	}
+	for _, l := range s.ReplicaLags() {
+		role := "standby"
+		if l.Warmup {
+			role = "warmup"
+		}
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(l.Lag), l.Store, strconv.Itoa(int(l.Partition)), role)
 	}
 }
 
