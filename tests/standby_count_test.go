@@ -215,12 +215,19 @@ func TestScaleOutWarmsUpBeforeTasksMove(t *testing.T) {
 		var restoredAtMove int64 = -1
 		var moved time.Time
 		var violations []string
+		var last replicaView
+		defer func() {
+			if t.Failed() {
+				t.Logf("last view: owners %v standbys %v warmups %v", last.owner, last.standbys, last.warmups)
+			}
+		}()
 		start := time.Now()
 		require.Eventually(t, func() bool {
 			v, err := readReplicas(t, admin, appID)
 			if err != nil || len(v.members) != 2 {
 				return false
 			}
+			last = v
 			restored := b.app.Stats().Restored
 			for id, ms := range v.warmups {
 				if slices.Contains(ms, aID) {

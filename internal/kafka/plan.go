@@ -208,7 +208,19 @@ func computeAssignment(copartitioned [][]string, members map[string]planMember, 
 		l, ok := lag(m, k)
 		return !stateful[k] || (ok && l <= rs.acceptableLag)
 	}
-	assigned := assignTasksPreferring(ids, tasks, eligible, prevOwner, caughtUp)
+	// Stateful and stateless tasks are balanced apart (as Kafka Streams
+	// does), so that the stateless ones cannot even out the loads alone
+	// while every stateful task stays put.
+	var statefulTasks, statelessTasks []planTask
+	for _, k := range tasks {
+		if stateful[k] {
+			statefulTasks = append(statefulTasks, k)
+		} else {
+			statelessTasks = append(statelessTasks, k)
+		}
+	}
+	assigned := assignTasksPreferring(ids, statelessTasks, eligible, prevOwner, caughtUp)
+	maps.Copy(assigned, assignTasksPreferring(ids, statefulTasks, eligible, prevOwner, caughtUp))
 	replicas := placeReplicas(replicaInput{ids: ids, tasks: tasks, eligible: eligible, prevOwner: prevOwner, stateful: stateful, lag: lag}, assigned, rs)
 	for m, ks := range replicas.standby {
 		for _, k := range ks {

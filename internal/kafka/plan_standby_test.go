@@ -182,6 +182,18 @@ func TestWarmupsHoldTasksUntilCaughtUp(t *testing.T) {
 		require.Empty(t, a.plan["b"]["t"])
 		require.Len(t, a.warmup["b"], 2)
 	})
+	t.Run("stateless_tasks_do_not_even_out_the_loads", func(t *testing.T) {
+		topics := map[string][]int32{"t": parts(6), "s": parts(6)}
+		old := planMember{topics: []string{"t", "s"}, owned: map[string][]int32{"t": parts(6), "s": parts(6)}, generation: 3}
+		a := settle(t, map[string]planMember{"a": old, "b": fresh()}, topics, rs)
+		require.Equal(t, parts(6), a.plan["a"]["t"])
+		require.Len(t, a.plan["b"]["s"], 3, "stateless tasks balance on their own")
+		require.Len(t, a.warmup["b"], 2, "and the stateful ones still need to move: warm-ups")
+		b := withLags(fresh(), 0, a.warmup["b"][0].Partition, a.warmup["b"][1].Partition, 5)
+		b.owned = a.plan["b"]
+		a = settle(t, map[string]planMember{"a": {topics: old.topics, owned: a.plan["a"], generation: 4}, "b": b}, topics, rs)
+		require.Len(t, a.plan["b"]["t"], 3, "the caught-up tasks move")
+	})
 	t.Run("max_warmups_across_members", func(t *testing.T) {
 		topics := map[string][]int32{"t": parts(12)}
 		old := owning("t", parts(12)...)
