@@ -226,13 +226,11 @@ func computeAssignment(copartitioned [][]string, members map[string]planMember, 
 		for _, k := range ks {
 			out.standby[m] = append(out.standby[m], taskID(k))
 		}
-		slices.SortFunc(out.standby[m], TaskID.compare)
 	}
 	for m, ks := range replicas.warmup {
 		for _, k := range ks {
 			out.warmup[m] = append(out.warmup[m], taskID(k))
 		}
-		slices.SortFunc(out.warmup[m], TaskID.compare)
 	}
 
 	for _, k := range tasks {
@@ -246,6 +244,12 @@ func computeAssignment(copartitioned [][]string, members map[string]planMember, 
 		contested := slices.ContainsFunc(parts[k], func(tp topicPartition) bool {
 			return slices.ContainsFunc(claimants[tp], func(id string) bool { return id != to })
 		})
+		// A stateful task withheld from its new owner is a warm-up there
+		// meanwhile: it keeps its state caught up, and reports so at the
+		// rejoin that hands the task over.
+		if id := taskID(k); contested && stateful[k] && !slices.Contains(out.standby[to], id) && !slices.Contains(out.warmup[to], id) {
+			out.warmup[to] = append(out.warmup[to], id)
+		}
 		for _, tp := range parts[k] {
 			if contested && !slices.Contains(claimants[tp], to) {
 				continue
@@ -260,6 +264,12 @@ func computeAssignment(copartitioned [][]string, members map[string]planMember, 
 		for _, ps := range byTopic {
 			slices.Sort(ps)
 		}
+	}
+	for _, ids := range out.standby {
+		slices.SortFunc(ids, TaskID.compare)
+	}
+	for _, ids := range out.warmup {
+		slices.SortFunc(ids, TaskID.compare)
 	}
 	return out
 }

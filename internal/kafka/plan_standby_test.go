@@ -172,6 +172,9 @@ func TestWarmupsHoldTasksUntilCaughtUp(t *testing.T) {
 	})
 	t.Run("caught_up_moves", func(t *testing.T) {
 		b := withLags(fresh(), 9_000, 3, 4, 5) // what the warm-ups restored
+		first := computeAssignment(nil, map[string]planMember{"a": old, "b": b}, topics, rs)
+		require.Empty(t, first.plan["b"]["t"], "withheld while a revokes them")
+		require.Equal(t, []TaskID{{"t", 3}, {"t", 4}, {"t", 5}}, first.warmup["b"], "b keeps them warm meanwhile")
 		a := settle(t, map[string]planMember{"a": old, "b": b}, topics, rs)
 		require.Equal(t, []int32{3, 4, 5}, a.plan["b"]["t"], "the balanced plan takes the caught-up tasks")
 		require.Empty(t, a.warmup)

@@ -179,8 +179,9 @@ func (r *Runtime) replicasAssigned(standby, warmup []kafka.TaskID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for sp := range s.lags {
-		if warm, ok := replicas[sp]; !ok || warm {
-			delete(s.lags, sp) // a warm-up's lag counts from its assignment on
+		_, was := s.replicas[sp]
+		if _, is := replicas[sp]; !is || !was {
+			delete(s.lags, sp) // a new replica's lag counts from its assignment on
 		}
 	}
 	s.replicas = replicas
