@@ -102,9 +102,15 @@ func TestOneStandbyPerTaskTakesOverAKilledOwner(t *testing.T) {
 
 		// Settled: three members, two stateful tasks each, one standby of
 		// each task elsewhere, no warm-up left.
-		var before replicaView
+		var before, last replicaView
+		defer func() {
+			if t.Failed() {
+				t.Logf("last view: members %v owners %v standbys %v warmups %v", last.members, last.owner, last.standbys, last.warmups)
+			}
+		}()
 		require.Eventually(t, func() bool {
 			v, err := readReplicas(t, admin, appID)
+			last = v
 			if err != nil || len(v.members) != 3 || len(v.owner) != 6 || len(v.warmups) > 0 || !kafkatest.GroupSettled(t, env, appID, 3) {
 				return false
 			}

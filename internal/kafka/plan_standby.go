@@ -22,7 +22,8 @@ import (
 //     long as that keeps the counts even, then on the members holding the
 //     fewest copies;
 //  3. a warm-up whose member already holds a standby of the task is that
-//     standby: it costs nothing of the warm-up budget.
+//     standby, named a warm-up (its member then asks for the probing
+//     rebalance): it costs nothing of the warm-up budget.
 //
 // The follow-up (probing) rebalance is the members' to ask for: a member
 // holding warm-ups rejoins once they are caught up, or at the latest
@@ -175,11 +176,18 @@ func placeReplicas(in replicaInput, assigned map[planTask]string, rs replicaSett
 		}
 	}
 
-	// Warm-ups, within the budget; a standby already there is one.
+	// Warm-ups, within the budget; a standby already there becomes one
+	// (the same copy, so that its member asks for the probing rebalance
+	// too) at no cost.
 	budget := rs.maxWarmups
 	for _, k := range wanted {
 		to := wantedBy[k]
 		if holds[k][to] {
+			out.standby[to] = slices.DeleteFunc(out.standby[to], func(s planTask) bool { return s == k })
+			if len(out.standby[to]) == 0 {
+				delete(out.standby, to)
+			}
+			out.warmup[to] = append(out.warmup[to], k)
 			continue
 		}
 		if budget == 0 {

@@ -220,8 +220,8 @@ func TestWarmupsHoldTasksUntilCaughtUp(t *testing.T) {
 		rs.standbys = 1
 		a := computeAssignment(nil, map[string]planMember{"a": old, "b": fresh()}, topics, rs)
 		require.Equal(t, parts(6), a.plan["a"]["t"])
-		require.Len(t, a.standby["b"], 6, "b is the standby of every task")
-		require.Empty(t, a.warmup, "its standbys warm the tasks up")
+		require.Len(t, a.standby["b"], 3, "b is the standby of every task")
+		require.Len(t, a.warmup["b"], 3, "the standbys of the tasks meant for b are its warm-ups, beyond maxWarmups")
 	})
 }
 
