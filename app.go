@@ -232,6 +232,10 @@ type Stats struct {
 	DeadLettered int64
 	// Restored counts changelog records replayed into stores.
 	Restored int64
+	// Replicated counts those of them that standby and warm-up replicas
+	// applied (WithStandbyReplicas, WithMaxWarmupReplicas): Restored minus
+	// Replicated is what tasks replayed before they ran.
+	Replicated int64
 	// GlobalRead counts the records of the global tables' topics read into
 	// their stores, at restore and since (bad and dropped ones too).
 	GlobalRead int64
@@ -246,7 +250,7 @@ func (a *App) Stats() Stats {
 	return Stats{
 		RecordsIn: s.RecordsIn.Load(), RecordsOut: s.RecordsOut.Load(),
 		Skipped: s.Skipped.Load(), DeadLettered: s.DeadLetter.Load(), Restored: s.Restored.Load(),
-		GlobalRead: s.GlobalRead.Load(),
+		Replicated: s.Replicated.Load(), GlobalRead: s.GlobalRead.Load(),
 	}
 }
 

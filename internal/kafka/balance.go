@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"encoding/binary"
+	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"sync"
@@ -62,6 +64,8 @@ type copartitionStrategy struct {
 	generation atomic.Int32
 	// replicas configures standbys and warm-ups (plan_standby.go).
 	replicas ReplicaConfig
+	// log, if set, receives the leader's plans at Debug level.
+	log *slog.Logger
 
 	// assigned is the assignment user data of each member of the
 	// generation the leader planned last (encodeAssignment: every member's
@@ -123,6 +127,10 @@ func (s *copartitionStrategy) Plan(members map[string]sarama.ConsumerGroupMember
 	assigned := make(map[string][]byte, len(members))
 	for id := range members {
 		assigned[id] = encodeAssignment(enc, a.standby[id], a.warmup[id])
+		if s.log != nil {
+			s.log.Debug("weir: assignor plan", "member", id, "settings", fmt.Sprintf("%+v", s.replicas.settings()), "owned", in[id].owned, "lags", in[id].lags,
+				"assigned", a.plan[id], "standby", a.standby[id], "warmup", a.warmup[id])
+		}
 	}
 	s.mu.Lock()
 	s.assigned = assigned

@@ -222,7 +222,7 @@ func (g *Group) Run(ctx context.Context, h Handler) error {
 	defer g.running.Store(false)
 
 	strategy := newCopartitionStrategy(g.cfg.CoPartitioned, g.cfg.MemberData, g.cfg.OnAssignment)
-	strategy.replicas = g.cfg.Replicas
+	strategy.replicas, strategy.log = g.cfg.Replicas, g.cfg.logger()
 	sc, err := g.saramaConfig(strategy)
 	if err != nil {
 		return err

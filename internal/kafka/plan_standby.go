@@ -15,7 +15,8 @@ import (
 //     it as a warm-up replica, at most maxWarmups of them in the group at
 //     once. A stateful task without a current owner (its owner left) goes
 //     to the most caught-up member that can take it, when the planned one
-//     is not caught up: a standby takes over a dead owner's task;
+//     is not caught up: a standby takes over a dead owner's task, and the
+//     planned member warms it up;
 //  2. standbys (num.standby.replicas): n copies of each stateful task on
 //     members other than its owner, never two on one member, sticky to the
 //     members holding the task's state (those that report a lag for it) as
@@ -113,7 +114,10 @@ func placeReplicas(in replicaInput, assigned map[planTask]string, rs replicaSett
 				}
 			}
 			if best != "" {
+				// The planned member warms it up, to take it over later.
 				assigned[k] = best
+				wanted = append(wanted, k)
+				wantedBy[k] = to
 			}
 		}
 	}

@@ -236,8 +236,8 @@ func TestOrphanedTaskGoesToItsStandby(t *testing.T) {
 	}
 	a := computeAssignment(nil, members, topics, rs)
 	require.Equal(t, parts(4), a.plan["b"]["t"], "a's tasks resume on their standby b")
-	require.Len(t, a.standby["c"], 4)
-	require.Empty(t, a.warmup)
+	require.Equal(t, []TaskID{{"t", 0}, {"t", 1}}, a.standby["c"])
+	require.Equal(t, []TaskID{{"t", 2}, {"t", 3}}, a.warmup["c"], "c, which the balanced plan named, warms them up")
 
 	// The next round moves two tasks to c, which is caught up on 0 and 1
 	// only: those are the ones the balancing takes, and nothing is held.

@@ -119,6 +119,7 @@ func New(application, mode, guarantee string) *Metrics {
 		counter("dead_lettered_total", "Bad records written to dead-letter topics.", func(s *runtime.Stats) int64 { return s.DeadLetter.Load() }),
 		counter("skipped_total", "Bad records skipped.", func(s *runtime.Stats) int64 { return s.Skipped.Load() }),
 		counter("restored_records_total", "Changelog records replayed into stores (restores and standbys).", func(s *runtime.Stats) int64 { return s.Restored.Load() }),
+		counter("replicated_records_total", "Changelog records standby and warm-up replicas applied (included in restored_records_total).", func(s *runtime.Stats) int64 { return s.Replicated.Load() }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "weir", Name: "restoring_tasks", ConstLabels: labels,
 			Help: "Tasks restoring their stores from their changelogs."}, func() float64 {
 			if s := m.source(); s != nil {

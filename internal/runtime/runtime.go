@@ -169,6 +169,9 @@ type Stats struct {
 	Skipped    atomic.Int64
 	DeadLetter atomic.Int64
 	Restored   atomic.Int64
+	// Replicated counts the records of Restored that standby and warm-up
+	// replicas applied.
+	Replicated atomic.Int64
 	// GlobalRead counts the records of global tables' topics applied (or
 	// skipped, dead-lettered, dropped) to the global stores.
 	GlobalRead atomic.Int64

@@ -258,6 +258,9 @@ func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32, re
 	flush := func(next int64) error {
 		err := db.Apply(batch, map[badgerstore.StorePartition]badgerstore.Position{sp: {Offset: next, Writer: filter.newest}})
 		r.stats.Restored.Add(int64(len(batch)))
+		if !restore {
+			r.stats.Replicated.Add(int64(len(batch)))
+		}
 		batch = batch[:0]
 		return err
 	}
