@@ -180,6 +180,32 @@ func placeReplicas(in replicaInput, assigned map[planTask]string, rs replicaSett
 		}
 	}
 
+	// Even out: a copy moves from the member holding the most to one
+	// holding the fewest that may hold it, while their counts differ by
+	// more than one. Each move lowers the sum of squared counts, so the
+	// loop ends.
+	for moved := true; moved && rs.standbys > 0; {
+		moved = false
+		byLoad := slices.Clone(in.ids)
+		slices.SortStableFunc(byLoad, func(a, b string) int { return cmp.Compare(load[b], load[a]) })
+	search:
+		for _, from := range byLoad {
+			for i := len(byLoad) - 1; i >= 0 && load[from]-load[byLoad[i]] > 1; i-- {
+				to := byLoad[i]
+				for j, k := range out.standby[from] {
+					if canHold(to, k) {
+						out.standby[from] = slices.Delete(out.standby[from], j, j+1)
+						delete(holds[k], from)
+						load[from]--
+						add(to, k)
+						moved = true
+						break search
+					}
+				}
+			}
+		}
+	}
+
 	// Warm-ups, within the budget; a standby already there becomes one
 	// (the same copy, so that its member asks for the probing rebalance
 	// too) at no cost.

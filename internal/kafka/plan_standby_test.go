@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -271,3 +272,50 @@ func TestUserDataRoundTrip(t *testing.T) {
 	require.Equal(t, memberAssignment{}, decodeAssignment(b[:len(b)-2]), "truncated")
 	require.Equal(t, memberAssignment{peers: decodePeers(peers)}, decodeAssignment(peers), "version 1")
 }
+
+// Whatever the members report, the copies end up spread within one of
+// each other, one per task, never on the owner (fixed seeds: the plan is
+// deterministic, so each case replays).
+func TestStandbysSpreadWhateverTheLags(t *testing.T) {
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		n := 2 + rng.IntN(4)
+		np := int32(n * (1 + rng.IntN(3)))
+		members := map[string]planMember{}
+		for i := range n {
+			m := fresh()
+			m.lags = map[TaskID]int64{}
+			for p := range np {
+				if rng.IntN(2) == 0 {
+					m.lags[TaskID{"t", p}] = int64(rng.IntN(50))
+				}
+			}
+			members[fmt.Sprintf("m%d", i)] = m
+		}
+		for p := range np { // balanced owners
+			id := fmt.Sprintf("m%d", int(p)%n)
+			m := members[id]
+			if m.owned == nil {
+				m.owned = map[string][]int32{}
+			}
+			m.owned["t"] = append(m.owned["t"], p)
+			m.generation = 3
+			members[id] = m
+		}
+		a := computeAssignment(nil, members, map[string][]int32{"t": parts(np)}, replicaSettings{standbys: 1, maxWarmups: 2, acceptableLag: 100, stateful: statefulT})
+		load := map[string]int{}
+		for p := range np {
+			copies := copiesOf(a, p)
+			require.Len(t, copies, 1, "seed %d task %d", seed, p)
+			require.NotEqual(t, ownerOf(a, p), copies[0], "seed %d", seed)
+			load[copies[0]]++
+		}
+		lo, hi := int(np), 0
+		for m := range members {
+			lo, hi = min(lo, load[m]), max(hi, load[m])
+		}
+		require.LessOrEqual(t, hi-lo, 1, "seed %d: %v", seed, load)
+	}
+}
+
+
