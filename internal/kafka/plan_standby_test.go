@@ -317,5 +317,3 @@ func TestStandbysSpreadWhateverTheLags(t *testing.T) {
 		require.LessOrEqual(t, hi-lo, 1, "seed %d: %v", seed, load)
 	}
 }
-
-
