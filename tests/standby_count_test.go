@@ -269,7 +269,7 @@ func TestScaleOutWarmsUpBeforeTasksMove(t *testing.T) {
 		produceLines(t, env, in, 2000, 30, vocab, want)
 		requireExact(t, want, waitForCounts(t, env, out, want))
 		final := b.app.Stats().Restored
-		t.Logf("changelog records: %d; the new instance restored %d before it owned a task, %d in all", total, restoredAtMove, final)
+		t.Logf("count updates: %d; the new instance restored %d before it owned a task, %d in all", total, restoredAtMove, final)
 		require.Positive(t, restoredAtMove, "the warm-ups restored before the tasks moved")
 		require.Less(t, final-restoredAtMove, restoredAtMove/10, "the tasks moved once their warm-ups had caught up")
 	})
