@@ -219,7 +219,7 @@ func computeAssignment(copartitioned [][]string, members map[string]planMember, 
 			statelessTasks = append(statelessTasks, k)
 		}
 	}
-	assigned := assignTasksPreferring(ids, statelessTasks, eligible, prevOwner, caughtUp)
+	assigned := assignTasks(ids, statelessTasks, eligible, prevOwner) // all caught up
 	maps.Copy(assigned, assignTasksPreferring(ids, statefulTasks, eligible, prevOwner, caughtUp))
 	replicas := placeReplicas(replicaInput{ids: ids, tasks: tasks, eligible: eligible, prevOwner: prevOwner, stateful: stateful, lag: lag}, assigned, rs)
 	for m, ks := range replicas.standby {
