@@ -274,3 +274,25 @@ func TestScaleOutWarmsUpBeforeTasksMove(t *testing.T) {
 		require.Less(t, final-restoredAtMove, restoredAtMove/10, "the tasks moved once their warm-ups had caught up")
 	})
 }
+
+// The replica options' bad values: New rejects each, naming the option.
+func TestNewRejectsBadReplicaOptions(t *testing.T) {
+	topo := wordCountTopology(t, "in", "out")
+	for _, tc := range []struct {
+		opt  weir.Option
+		want string
+	}{
+		{weir.WithStandbyReplicas(-1), "WithStandbyReplicas: negative count -1"},
+		{weir.WithMaxWarmupReplicas(-1), "WithMaxWarmupReplicas: negative count -1"},
+		{weir.WithAcceptableRecoveryLag(-1), "WithAcceptableRecoveryLag: negative lag -1"},
+		{weir.WithProbingRebalanceInterval(999 * time.Millisecond), "WithProbingRebalanceInterval: 999ms below the minimum 1s"},
+		{weir.WithProbingRebalanceInterval(-time.Minute), "WithProbingRebalanceInterval: -1m0s below the minimum 1s"},
+	} {
+		_, err := weir.New(topo, append(validBase(), tc.opt)...)
+		require.ErrorIs(t, err, weir.ErrConfig)
+		require.ErrorContains(t, err, tc.want)
+	}
+	_, err := weir.New(topo, append(validBase(), weir.WithStandbyReplicas(2), weir.WithMaxWarmupReplicas(0),
+		weir.WithAcceptableRecoveryLag(0), weir.WithProbingRebalanceInterval(time.Second))...)
+	require.NoError(t, err)
+}
