@@ -135,7 +135,13 @@ func (s *copartitionStrategy) Plan(members map[string]sarama.ConsumerGroupMember
 	s.mu.Lock()
 	s.assigned = assigned
 	s.mu.Unlock()
+	// Every member gets an assignment, one with no partitions too: sarama
+	// sends none to a member absent from the plan, and its replicas (a
+	// new member's warm-ups, say) would not reach it.
 	plan := sarama.BalanceStrategyPlan{}
+	for id := range members {
+		plan[id] = map[string][]int32{}
+	}
 	for id, byTopic := range a.plan {
 		for t, ps := range byTopic {
 			plan.Add(id, t, ps...)
