@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/require"
 )
 
@@ -316,4 +317,29 @@ func TestStandbysSpreadWhateverTheLags(t *testing.T) {
 		}
 		require.LessOrEqual(t, hi-lo, 1, "seed %d: %v", seed, load)
 	}
+}
+
+// The sarama adapter: every member is in the plan, one without partitions
+// too, and its assignment data names its warm-ups; the lags members
+// report reach the plan.
+func TestStrategyCarriesReplicas(t *testing.T) {
+	s := newCopartitionStrategy(nil, nil, nil)
+	s.replicas = ReplicaConfig{MaxWarmups: 2, AcceptableLag: 100, StatefulTopics: []string{"t"}}
+	owner := sarama.ConsumerGroupMemberMetadata{Version: 3, Topics: []string{"t"}, GenerationID: 4,
+		UserData:        encodeSubscription(subscription{generation: 4, lags: map[TaskID]int64{{"t", 0}: 0, {"t", 1}: 0}}),
+		OwnedPartitions: []*sarama.OwnedPartition{{Topic: "t", Partitions: []int32{0, 1}}}}
+	newcomer := sarama.ConsumerGroupMemberMetadata{Version: 3, Topics: []string{"t"}, GenerationID: -1,
+		UserData: encodeSubscription(subscription{generation: -1})}
+	plan, err := s.Plan(map[string]sarama.ConsumerGroupMemberMetadata{"a": owner, "b": newcomer}, map[string][]int32{"t": {0, 1}})
+	require.NoError(t, err)
+	require.Equal(t, []int32{0, 1}, plan["a"]["t"], "held with its owner")
+	require.Contains(t, plan, "b", "in the plan without partitions")
+	ud, err := s.AssignmentData("b", plan["b"], 5)
+	require.NoError(t, err)
+	require.Equal(t, []TaskID{{"t", 1}}, decodeAssignment(ud).warmup)
+
+	var got []TaskID
+	s.replicas.OnAssigned = func(_, warmup []TaskID) { got = warmup }
+	s.OnAssignment(&sarama.ConsumerGroupMemberAssignment{UserData: ud}, 5)
+	require.Equal(t, []TaskID{{"t", 1}}, got)
 }
