@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weirstream/weir/internal/conformance"
 	"github.com/weirstream/weir/examples/orders/pipeline"
+	"github.com/weirstream/weir/internal/conformance"
 	"github.com/weirstream/weir/topologytest"
 )
 
