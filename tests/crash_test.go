@@ -56,6 +56,9 @@ func TestCrashChild(t *testing.T) {
 	if d, err := time.ParseDuration(env("EPOCH")); err == nil {
 		opts = append(opts, weir.WithEpochInterval(d))
 	}
+	if addr := env("HTTP"); addr != "" {
+		opts = append(opts, weir.WithHTTP(addr))
+	}
 	app, err := weir.New(wordCountTopology(t, env("IN"), env("OUT")), opts...)
 	require.NoError(t, err)
 	ctx, stop := signalContext()

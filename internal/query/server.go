@@ -66,6 +66,9 @@ type Config struct {
 	// forwards over HTTPS only; Client must trust the instances'
 	// certificates.
 	TLS bool
+	// Status, if set, serves the status page at / and its reports under
+	// /status/ (internal/status), behind the same Auth.
+	Status http.Handler
 }
 
 // Health is the application's state as /healthz and /readyz report it.
@@ -133,6 +136,10 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET /stores/{store}/keys/{key}", s.counted(s.key))
 	mux.HandleFunc("GET /stores/{store}/keys", s.counted(s.rangeAll))
 	mux.HandleFunc("GET /stores/{store}/partitions/{partition}/keys", s.counted(s.rangePartition))
+	if cfg.Status != nil {
+		mux.Handle("GET /{$}", cfg.Status)
+		mux.Handle("GET /status/", cfg.Status)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, apiError{Error: "no such endpoint: " + r.Method + " " + r.URL.Path})
 	})
