@@ -11,17 +11,6 @@ import (
 	"github.com/weirstream/weir/offsets"
 )
 
-// ErrRewind is wrapped by Commit's (and Task.Process's) errors that the
-// engine survives by rewinding: the open transaction was aborted (or its
-// outcome is unknown and the producer was re-created), so every task must
-// go back to the last committed offsets and drop its state — engines do
-// that by ending the group session (claims restart at the committed
-// offsets) and releasing the tasks (state is restored from the committed
-// changelog). Under at-least-once Commit returns it when the member was
-// removed from the group, or when an output was not delivered for a cause
-// that heals (see Commit).
-var ErrRewind = errors.New("runtime: epoch not committed; rewind to the committed offsets")
-
 // Positions are the next offsets to process, per partition.
 type Positions map[offsets.TopicPartition]int64
 
@@ -279,11 +268,6 @@ func (r *Runtime) checkMembership(ctx context.Context, s kafka.Session, changelo
 		return nil
 	}
 }
-
-// ErrCommitLater wraps an at-least-once offset commit that failed after the
-// outputs were acknowledged: nothing is lost, the next commit carries the
-// offsets (and applies the state kept since).
-var ErrCommitLater = errors.New("runtime: offsets not committed; the next commit carries them")
 
 // Rewind ends a transaction that a Send doomed (an error wrapping
 // ErrRewind from Task.Process): it is aborted, or the producer re-created,

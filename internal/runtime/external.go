@@ -35,11 +35,6 @@ const externalRetryFor = 10 * time.Second
 // externalParallel bounds the tasks whose writes run at once.
 const externalParallel = 8
 
-// ErrExternalRecord is wrapped by the error a sink write fails with when
-// a record the store refuses falls under the Fail bad-record policy: the
-// application stops.
-var ErrExternalRecord = errors.New("runtime: a record the external sink refuses")
-
 // taskExternal is a task's state for its external sinks, guarded by the
 // task's lock.
 type taskExternal struct {

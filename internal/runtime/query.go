@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -11,14 +10,6 @@ import (
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/statestore"
 )
-
-// ErrUnknownStore is wrapped by QueryStore's error for a store the topology
-// does not have, or cannot be queried (no codecs: a store of AddStore).
-var ErrUnknownStore = errors.New("runtime: unknown store")
-
-// ErrNotOwner is wrapped by QueryStore's error when this instance does not
-// run the store's task for the partition, or still restores it.
-var ErrNotOwner = errors.New("runtime: this instance does not run the partition")
 
 // StoreInfo is what interactive queries need to know of a store.
 type StoreInfo struct {
@@ -94,11 +85,6 @@ const (
 	// a standby's (WithStandbyReplicas) or an earlier owner's.
 	RoleStandby = "standby"
 )
-
-// ErrNoCopy is wrapped by QueryCopy's error when this instance's copy of a
-// store partition cannot serve: its lag is over the bound, or unknown (no
-// checkpoint yet, or a store that is not logged).
-var ErrNoCopy = errors.New("runtime: no copy of the partition within the lag bound here")
 
 // Copy describes the copy of a store partition that a query read.
 type Copy struct {

@@ -267,11 +267,6 @@ func (t *Task) emit(o processor.Output) error {
 	return nil
 }
 
-// errNotSent wraps an output the producer or sink did not take (a stop, a
-// closed producer, a doomed transaction): a failure of the output path, not
-// of the record being processed, so no bad-record policy applies to it.
-var errNotSent = errors.New("runtime: output not sent")
-
 func toProcessorHeaders(hs []kafka.Header) []processor.Header {
 	if len(hs) == 0 {
 		return nil
