@@ -375,7 +375,7 @@ func (r *Runtime) badExternal(ctx context.Context, name string, took *[]sink.Ref
 				kafka.Header{Key: HeaderSourcePartiton, Value: []byte(strconv.Itoa(int(rec.Source.Partition)))},
 				kafka.Header{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(rec.Offset, 10))},
 			)
-			if err := r.output.Send(ctx, dlq); err != nil {
+			if err := r.committer.Send(ctx, dlq); err != nil {
 				return fmt.Errorf("runtime: dead-letter a record external sink %q refuses: %w", name, err)
 			}
 			handled[id] = true

@@ -385,10 +385,7 @@ func (r *Runtime) checkpoint(l *epochLayer) {
 // acknowledged to this member: the transaction's producers', or the
 // at-least-once producer's.
 func (r *Runtime) ackedOffsets() *kafka.AckedOffsets {
-	if r.txn != nil {
-		return r.txn.sess.Acked()
-	}
-	return r.producer.Acked()
+	return r.committer.acked()
 }
 
 // applyLayer writes the layer's changes into Badger in one batch with its

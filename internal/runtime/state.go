@@ -71,7 +71,7 @@ func (t *Task) openStores(ctx context.Context, specs []statestore.Spec) (statest
 			}
 		}
 	}
-	if err := t.claimChangelogs(ctx, specs); err != nil {
+	if err := t.rt.committer.claimChangelogs(ctx, t, specs); err != nil {
 		return fail(err)
 	}
 	f := stagedStores{}
@@ -94,9 +94,6 @@ func (t *Task) openStores(ctx context.Context, specs []statestore.Spec) (statest
 // a later restore applies them. Under exactly-once a replaced owner's
 // records never commit, so there is nothing to claim.
 func (t *Task) claimChangelogs(ctx context.Context, specs []statestore.Spec) error {
-	if t.rt.txn != nil {
-		return nil
-	}
 	var logged []statestore.Spec
 	var markers []kafka.Record
 	for _, spec := range specs {

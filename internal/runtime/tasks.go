@@ -258,7 +258,7 @@ func (t *Task) emit(o processor.Output) error {
 			t.hold(rec)
 			return nil // counted when sent
 		}
-		err = t.rt.output.Send(ctx, rec)
+		err = t.rt.committer.Send(ctx, rec)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", errNotSent, err)
