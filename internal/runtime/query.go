@@ -11,6 +11,32 @@ import (
 	"github.com/weirstream/weir/statestore"
 )
 
+// QueryView is the read-only part of a Runtime that the query server
+// (internal/query) uses: the topic plan, readiness, and the stores' rows
+// through the layers that committed. Nothing in it writes, commits or
+// moves a task; a *Runtime is one.
+type QueryView interface {
+	// Plan is the topic plan; nil before Prepare.
+	Plan() *TopicPlan
+	// Prepared reports that the preflight passed and the topics are ready.
+	Prepared() bool
+	// Restoring is the number of tasks restoring their stores.
+	Restoring() int64
+	// Store describes a queryable store.
+	Store(name string) (StoreInfo, error)
+	// QueryStore reads an active store partition this instance runs.
+	QueryStore(name string, partition int32) (statestore.Store, error)
+	// QueryCopy reads this instance's copy of a store partition within a
+	// lag bound.
+	QueryCopy(ctx context.Context, name string, partition int32, maxLag int64) (statestore.Store, Copy, error)
+	// AssignedHere reports that this member is assigned the partition.
+	AssignedHere(name string, partition int32) bool
+	// CountQuery counts a query's reply for the metrics.
+	CountQuery(o QueryOutcome)
+}
+
+var _ QueryView = (*Runtime)(nil)
+
 // StoreInfo is what interactive queries need to know of a store.
 type StoreInfo struct {
 	Spec  statestore.Spec
