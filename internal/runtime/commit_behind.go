@@ -62,34 +62,6 @@ import (
 // wait meanwhile (held.go), though the barrier is not held.
 const PhaseHeldRelease = "held_release"
 
-// EpochCut is an epoch cut under the engine's barrier (CutBehind), for
-// CommitBehind to commit behind it.
-type EpochCut struct {
-	positions Positions
-	// grace and holds are the committer's stopGrace and holdsSends.
-	grace time.Duration
-	holds bool
-	// layer is the epoch's state, frozen pending (nil if the tasks wrote
-	// none), and applyWait what the cut spent on state (PhaseStateApply).
-	layer     *epochLayer
-	applyWait time.Duration
-	// decided ends the wait of waitApplied for the layer (layers.go); nil
-	// for a stateless at-least-once cut, the positions alone.
-	decided func()
-}
-
-// StopGrace is how long the cut's CommitBehind may run on after the
-// engine's stop: under exactly-once a transaction's commit cut short would
-// leave its outcome unknown and the records held for the next one unsent;
-// under at-least-once none (the claims' last commits carry its offsets).
-func (c *EpochCut) StopGrace() time.Duration { return c.grace }
-
-// HoldsSends reports that the claims' Sends wait in a bounded buffer
-// while the cut's CommitBehind runs (exactly-once: held for the next
-// transaction), so the engine needs no bound of its own on how far the
-// claims run ahead of the commit.
-func (c *EpochCut) HoldsSends() bool { return c.holds }
-
 // Stateless reports a topology without state stores: its tasks stage no
 // state and write no changelog, so an epoch's commit is its outputs' and
 // its offsets' alone (see CommitBehind).
@@ -107,81 +79,6 @@ func (r *Runtime) Stateless() bool {
 // at-least-once with a stateless topology.
 func (r *Runtime) CanCommitBehind() bool {
 	return r.layers.behind != nil || (r.committer.positionsAlone() && r.Stateless())
-}
-
-// CutBehind is the part of an epoch's commit that needs the tasks
-// stopped (see above), for the epoch whose records end at positions. Its
-// errors are Commit's: under exactly-once an output the transaction
-// refused aborts it (ErrRewind) and drops the epoch's state, as does a
-// record held during the previous commit that failed when sent; under
-// at-least-once a member removed from its group before the cut wrote its
-// changelog records rewinds (ErrRewind, see checkMembership). After an
-// error there is nothing to commit behind.
-func (r *Runtime) CutBehind(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) (*EpochCut, error) {
-	if ph == nil {
-		ph = &Phases{}
-	}
-	c := &EpochCut{positions: positions, grace: r.committer.stopGrace(), holds: r.committer.holdsSends()}
-	if r.committer.positionsAlone() && r.Stateless() {
-		return c, nil
-	}
-	if err := r.cut(ctx, c, s, ph); err != nil {
-		return nil, r.observeCommit(positions, func() error { return err })
-	}
-	return c, nil
-}
-
-// cut is CutBehind's work but for a stateless at-least-once topology.
-func (r *Runtime) cut(ctx context.Context, c *EpochCut, s kafka.Session, ph *Phases) error {
-	if err := r.StateApplyFailed(); err != nil {
-		return err
-	}
-	if err := r.committer.startCut(ctx); err != nil {
-		return r.flushFailed(ctx, err)
-	}
-	if err := r.flushCaches(ctx); err != nil {
-		return r.flushFailed(ctx, fmt.Errorf("runtime: flush record caches: %w", err))
-	}
-	var held []taskRecord
-	pending := r.pendingChangelog()
-	now, err := r.committer.changelogsAtCut(ctx, ph, pending)
-	if err != nil {
-		return r.flushFailed(ctx, err)
-	}
-	if now {
-		// As Commit: the member is still in its group before this
-		// epoch's changelog records are written.
-		if err := r.Timed(PhaseMembership, &ph.Membership, func() error { return r.committer.confirmMember(ctx, s, pending) }); err != nil {
-			r.dropStaged()
-			return err
-		}
-		if err := r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error { return r.flushChangelogs(ctx) }); err != nil {
-			return r.flushFailed(ctx, err)
-		}
-	} else {
-		// Held for the commit behind, which sends them once the outputs
-		// before them are acknowledged (sendChangelogs).
-		if held, err = r.holdChangelogs(ctx); err != nil {
-			return err
-		}
-	}
-	start := time.Now()
-	l, err := r.freezeStaged(true)
-	if err != nil {
-		r.dropStaged()
-		return err
-	}
-	if l == nil && len(held) > 0 {
-		l = &epochLayer{}
-	}
-	if l != nil {
-		l.changelog = held
-	}
-	c.layer = l
-	c.applyWait = time.Since(start)
-	c.decided = r.layers.cutPending()
-	r.committer.endCut()
-	return nil
 }
 
 // CommitBehind commits an epoch cut by CutBehind while the tasks go on

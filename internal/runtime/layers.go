@@ -317,28 +317,6 @@ func (r *Runtime) applyFrozen(l *epochLayer) error {
 	return nil
 }
 
-// freezeStaged freezes every task's staging layers, pending (see
-// statestore.Staged.FreezePending) or committed; nil if none wrote.
-func (r *Runtime) freezeStaged(pending bool) (*epochLayer, error) {
-	var l epochLayer
-	err := r.tasks.eachTask(func(t *Task) error {
-		for _, st := range t.staged {
-			freeze := st.Freeze
-			if pending {
-				freeze = st.FreezePending
-			}
-			if fl := freeze(); fl != nil {
-				l.stores = append(l.stores, frozenStore{layer: fl, spec: st.spec, partition: t.id.Partition, writer: t.writer, task: t})
-			}
-		}
-		return nil
-	})
-	if err != nil || len(l.stores) == 0 {
-		return nil, err
-	}
-	return &l, nil
-}
-
 // commit marks a pending layer committed: queries read it from then on.
 func (l *epochLayer) commit() {
 	if l == nil {

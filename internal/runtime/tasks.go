@@ -288,17 +288,3 @@ func toKafkaHeaders(hs []processor.Header) []kafka.Header {
 	}
 	return out
 }
-
-// flushCaches forwards what every task's record caches hold (see
-// processor.Task.FlushCache); Commit calls it first, so the epoch or batch
-// carries the flushed outputs and the changelog records they cause.
-func (r *Runtime) flushCaches(ctx context.Context) error {
-	if r.tasks.cache == nil {
-		return nil
-	}
-	return r.tasks.eachTask(func(t *Task) error {
-		t.ctx = ctx
-		defer func() { t.ctx = nil }()
-		return t.task.FlushCache()
-	})
-}
