@@ -224,7 +224,8 @@ func (t *Task) Process(ctx context.Context, rec kafka.Record) error {
 	return nil
 }
 
-// emit writes a task output through the producer.
+// emit writes a task output through the committer (Send), or to the
+// sink interceptor (InterceptSinks).
 func (t *Task) emit(o processor.Output) error {
 	if o.Kind == processor.OutputExternal {
 		return t.collectExternal(o)
