@@ -41,8 +41,8 @@ func (c *EpochCut) StopGrace() time.Duration { return c.grace }
 func (c *EpochCut) HoldsSends() bool { return c.holds }
 
 // CutBehind is the part of an epoch's commit that needs the tasks
-// stopped (see commit_behind.go), for the epoch whose records end at positions. Its
-// errors are Commit's: under exactly-once an output the transaction
+// stopped (see commit_behind.go), for the epoch whose records end at
+// positions. Its errors are Commit's: under exactly-once an output the transaction
 // refused aborts it (ErrRewind) and drops the epoch's state, as does a
 // record held during the previous commit that failed when sent; under
 // at-least-once a member removed from its group before the cut wrote its

@@ -38,9 +38,10 @@ import (
 // and drops it (statestore.Layer.Changes, badgerstore.DB.Apply,
 // Layer.Drop); otherwise the commit does that itself before it returns.
 //
-// An epoch that commits behind processing (CutBehind, commit_behind.go)
-// freezes its layer pending before its commit — the transaction, or the
-// flush and the offset commit — is decided: its task reads it, queries
+// An epoch that commits behind processing (CutBehind in cut.go, then
+// CommitBehind in commit_behind.go) freezes its layer pending before its
+// commit — the transaction, or the flush and the offset commit — is
+// decided: its task reads it, queries
 // (committedView) do not; once the epoch committed it is marked
 // committed, its checkpoints read and its Badger write queued as for any
 // layer. If the epoch aborts or rewinds, the pending layer is
