@@ -40,8 +40,8 @@ const DefaultLimit = 1000
 
 // Config configures the handler.
 type Config struct {
-	// Runtime is the run's runtime; required.
-	Runtime *runtime.Runtime
+	// Runtime is the run's runtime, read only; required.
+	Runtime runtime.QueryView
 	// Members reads the consumer group's members; required.
 	Members Members
 	// Self is the address this instance advertises; required.
@@ -91,7 +91,7 @@ type Health struct {
 
 type server struct {
 	cfg    Config
-	rt     *runtime.Runtime
+	rt     runtime.QueryView
 	owners *owners
 }
 
