@@ -144,7 +144,7 @@ func (c *claim) MarkOffset(topic string, partition int32, next int64) {
 
 // Commit implements Session.
 func (c *claim) Commit(ctx context.Context) error {
-	return c.run.committer.commit(ctx, c.sess)
+	return c.run.committer.commit(ctx, c.run.committer.saramaTry(c.sess))
 }
 
 // GroupMetadata implements Session.
