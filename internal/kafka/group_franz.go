@@ -247,6 +247,9 @@ func (fr *franzRun) dispatch(fetches kgo.Fetches) {
 		}
 	})
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		if p.Err != nil && len(p.Records) == 0 {
+			return // reported above; its high watermark is not one
+		}
 		fr.mu.Lock()
 		c := fr.claims[topicPartition{p.Topic, p.Partition}]
 		fr.mu.Unlock()
