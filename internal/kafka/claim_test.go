@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -184,5 +185,44 @@ func TestClaimReturningEarlyRestartsTheSession(t *testing.T) {
 		}
 		require.Equal(t, map[start]int{{0, 0}: 1, {1, 0}: 2, {0, 3}: 1}, got,
 			"both partitions claimed again, partition 0 at its committed offset")
+	})
+}
+
+// Members on sarama and on franz-go share one group (a rolling change of
+// client): the assignment is co-partitioned and balanced across both, no
+// partition is held twice, and one takes everything back when the other
+// leaves.
+func TestMembersOfBothClientsShareAGroup(t *testing.T) {
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		a, b := kafkatest.Topic(t)+"-a", kafkatest.Topic(t)+"-b"
+		kafkatest.CreateTopic(t, env, a, 4)
+		kafkatest.CreateTopic(t, env, b, 4)
+		cfg := groupConfig(env, kafkatest.GroupID(t), a, b)
+		cfg.CoPartitioned = [][]string{{a, b}}
+		on := func(c kafka.Client) kafka.GroupConfig {
+			cc := cfg
+			cc.Client = c
+			return cc
+		}
+		tr := newTracker()
+
+		stopSarama := member(t, on(kafka.ClientSarama), tr.handler("sarama"))
+		require.Eventually(t, func() bool { return len(tr.of()["sarama"]) == 8 }, waitFor, 20*time.Millisecond)
+		stopFranz := member(t, on(kafka.ClientFranz), tr.handler("franz"))
+		require.Eventually(t, func() bool {
+			held := tr.of()
+			return len(held["sarama"]) == 4 && len(held["franz"]) == 4
+		}, waitFor, 20*time.Millisecond, "assignment %v", tr.of())
+		for _, keys := range tr.of() {
+			for p := range 4 {
+				require.Equal(t, slices.Contains(keys, fmt.Sprintf("%s/%d", a, p)),
+					slices.Contains(keys, fmt.Sprintf("%s/%d", b, p)), "partition %d split: %v", p, tr.of())
+			}
+		}
+
+		require.NoError(t, stopSarama())
+		require.Eventually(t, func() bool { return len(tr.of()["franz"]) == 8 }, waitFor, 20*time.Millisecond)
+		require.NoError(t, stopFranz())
+		tr.requireSafe(t)
 	})
 }
