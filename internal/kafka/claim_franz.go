@@ -289,7 +289,9 @@ func (fr *franzRun) startClaims(tps []topicPartition) {
 	if len(tps) == 0 || fr.stopping() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(fr.hardCtx, retryBudget)
+	// Rebalances wait meanwhile: half the rebalance timeout at most, then
+	// the poller tries again.
+	ctx, cancel := context.WithTimeout(fr.hardCtx, min(retryBudget, fr.cfg.RebalanceTimeout/2))
 	defer cancel()
 	initial, hwm, err := fr.startOffsets(ctx, tps)
 	if err != nil {
