@@ -136,6 +136,9 @@ func (fr *franzRun) committedOffsets(ctx context.Context, tps []topicPartition) 
 	if err != nil {
 		return nil, fmt.Errorf("kafka: fetch committed offsets: %w", err)
 	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, fmt.Errorf("kafka: fetch committed offsets: %w", err)
+	}
 	out := make(map[topicPartition]int64, len(tps))
 	for _, rg := range resp.Groups {
 		if err := kerr.ErrorForCode(rg.ErrorCode); err != nil {
