@@ -135,6 +135,10 @@ func run() int {
 		defer b.Close()
 		base.Name, base.Brokers, base.Cluster = "kfake", b.Addrs(), kfakehook.Cluster(b)
 	}
+	// A runner killed during a full-volume disk fault leaves its filler.
+	for _, f := range chaos.RemoveLeftovers(dir, *work, os.TempDir()) {
+		fmt.Fprintln(os.Stderr, "weir-chaos: removed a volume filler left by an earlier run:", f)
+	}
 	fmt.Fprintf(os.Stderr, "weir-chaos: brokers %v, seed %d, work dir %s\n", base.Brokers, *seed, dir)
 	failed := false
 	for _, mode := range strings.Split(*modes, ",") {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -34,7 +35,44 @@ const diskFull = "full volume"
 const (
 	fullMargin = 512 << 20
 	fullFiller = 1 << 30
+	tmpfsMagic = 0x01021994
+	// fillerPrefix begins a filler's name, followed by the runner's pid
+	// (RemoveLeftovers).
+	fillerPrefix = "filler-of-"
 )
+
+// RemoveLeftovers removes the volume fillers (the full-volume disk fault)
+// that runners which no longer run left under the roots' scenario dirs —
+// a runner removes its own when it ends, but not when it is killed — and
+// returns their paths. weir-chaos calls it at start with its work dir and
+// the temporary directory its default work dirs are made in.
+func RemoveLeftovers(roots ...string) []string {
+	var removed []string
+	for _, root := range roots {
+		if root == "" {
+			continue
+		}
+		for _, pattern := range []string{"*", "*/*"} {
+			found, _ := filepath.Glob(filepath.Join(root, pattern, fillerPrefix+"*"))
+			for _, f := range found {
+				pid, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(f), fillerPrefix), "-")
+				if n, err := strconv.Atoi(pid); err == nil && n != os.Getpid() && alive(n) {
+					continue // another runner's, in use
+				}
+				if os.Remove(f) == nil {
+					removed = append(removed, f)
+				}
+			}
+		}
+	}
+	return removed
+}
+
+// alive reports whether process pid exists.
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
 
 // diskFault stops a member, damages its state dir as kind says and starts
 // it again.
@@ -125,11 +163,17 @@ func (s *scenario) fillVolume(ctx context.Context, m *member) error {
 		return err
 	}
 	kind := diskFaultKinds[s.rng.IntN(len(diskFaultKinds)-1)]
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(root, &st); err == nil && st.Type == tmpfsMagic {
+		// A reserved tmpfs file is memory, not disk.
+		s.logf("disk fault: the state volume is a tmpfs, not filled; %s instead", kind)
+		return s.damage(ctx, m, kind)
+	}
 	if free < 2*fullFiller {
 		s.logf("disk fault: %d MiB free, too little to fill; %s instead", free>>20, kind)
 		return s.damage(ctx, m, kind)
 	}
-	fill := filepath.Join(root, m.name+"-filler")
+	fill := filepath.Join(root, fmt.Sprintf("%s%d-%s", fillerPrefix, os.Getpid(), m.name))
 	f, err := os.Create(fill)
 	if err != nil {
 		return err
