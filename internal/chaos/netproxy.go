@@ -232,7 +232,12 @@ func (r *route) serve(client net.Conn) {
 	}
 	broker, err := net.DialTimeout("tcp", r.broker, 10*time.Second)
 	if err != nil {
-		return // the client sees its connection closed, as after a refusal
+		// A broker that is down refuses; the nearest the proxy can do
+		// after accepting is a reset, not an orderly close (EOF).
+		if tc, ok := client.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+		return
 	}
 	if !r.track(broker, true) {
 		return

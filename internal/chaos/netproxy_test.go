@@ -5,6 +5,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -143,4 +144,23 @@ func TestRouteLoss(t *testing.T) {
 	start = time.Now()
 	require.True(t, r.hold())
 	require.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond*(1+2+4+8))
+}
+
+// A connection to a route whose broker is down is reset, as near as the
+// proxy can come to the refusal the client would have met without it.
+func TestRouteToADownBrokerResets(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	down := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	p, err := newNetProxy("p", []string{down}, 1)
+	require.NoError(t, err)
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Bootstrap([]string{down})[0])
+	if err == nil { // the reset may come before the dial returns, or after
+		defer c.Close()
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+		_, err = c.Read(make([]byte, 1))
+	}
+	require.ErrorIs(t, err, syscall.ECONNRESET)
 }
