@@ -51,6 +51,9 @@ type ChildConfig struct {
 	// InstanceID, if set, makes the instance a static group member
 	// (WithInstanceID): one id per member slot, kept across restarts.
 	InstanceID string `json:"instanceID,omitempty"`
+	// MinFreeDisk, if set, is the instance's WithMinFreeDisk (the
+	// full-volume disk fault, diskfaults.go).
+	MinFreeDisk int64 `json:"minFreeDisk,omitempty"`
 }
 
 // IsChild reports whether this process is a chaos child instance (started
@@ -91,6 +94,9 @@ func RunChild() error {
 	}
 	if cfg.InstanceID != "" {
 		opts = append(opts, weir.WithInstanceID(cfg.InstanceID))
+	}
+	if cfg.MinFreeDisk != 0 {
+		opts = append(opts, weir.WithMinFreeDisk(cfg.MinFreeDisk))
 	}
 	if cfg.Mode == weir.MicroBatch.String() {
 		mb := microbatch.Config{MaxRecordsPerBatch: cmp.Or(cfg.MaxRecordsPerBatch, 2000)}
@@ -230,6 +236,10 @@ type member struct {
 	allDirs []string
 	p       *proc
 	starts  int
+	// proxy is the member's way to the brokers (network faults only).
+	proxy *netProxy
+	// minFreeDisk is the next start's WithMinFreeDisk (0: the default).
+	minFreeDisk int64
 }
 
 func (m *member) running() bool { return m.p != nil && !m.p.exited() }
