@@ -32,3 +32,7 @@ var ErrRecordTooLarge = errors.New("kafka: record too large")
 
 // ErrSCRAM is wrapped by every error of the SCRAM exchange.
 var ErrSCRAM = errors.New("kafka: scram")
+
+// ErrInvalidPartition is wrapped by the delivery error of a record sent to
+// an explicit partition its topic does not have, on either client.
+var ErrInvalidPartition = errors.New("kafka: invalid partition")
