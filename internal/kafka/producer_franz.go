@@ -334,9 +334,17 @@ func (p *franzProducer) Flush(ctx context.Context) error {
 // Acked implements [Producer.Acked].
 func (p *franzProducer) Acked() *AckedOffsets { return &p.acked }
 
-// Close implements [Producer.Close]: kgo's Flush sends what is buffered
-// and returns once every record's promise ran (bounded by
-// ProducerDeliveryTimeout), then the client closes.
+// closeFlushTimeout bounds how long Close waits for the records still
+// buffered before it fails them.
+const closeFlushTimeout = 5 * time.Second
+
+// Close implements [Producer.Close]. It waits up to closeFlushTimeout for
+// the records still buffered, then fails those not in a request
+// (kgo.ErrAborting) and waits for the requests in flight, whose outcome
+// kgo must know. The records a Close finds are outputs of work whose
+// offsets the runtime has not committed: a stop during a broker outage
+// must not wait out their delivery timeout (sarama's producer, likewise,
+// fails the records it is retrying when it shuts down).
 func (p *franzProducer) Close() error {
 	var err error
 	p.once.Do(func() {
@@ -344,7 +352,11 @@ func (p *franzProducer) Close() error {
 		p.mu.Lock()
 		p.closed = true
 		p.mu.Unlock()
-		_ = p.cl.Flush(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), closeFlushTimeout)
+		if p.cl.Flush(ctx) != nil {
+			_ = p.cl.AbortBufferedRecords(context.Background())
+		}
+		cancel()
 		p.cl.Close()
 		close(p.stopWindows)
 		<-p.windowsDone
