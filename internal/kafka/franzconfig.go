@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -27,7 +28,13 @@ import (
 //   - max.partition.fetch.bytes [DefaultMaxPartitionFetchBytes] and
 //     fetch.max.wait [DefaultFetchMaxWait] (kgo waits 5 s);
 //   - no KIP-714 client metrics pushed to the brokers: weir reads none,
-//     and the sarama clients' metrics are off too (nilRegistry).
+//     and the sarama clients' metrics are off too (nilRegistry);
+//   - metadata refreshed at most every [FranzMetadataMinAge] rather than
+//     5 s: kgo retries a partition whose leader refused a request
+//     (NOT_LEADER, a broker restarting) after a metadata refresh, and
+//     with 5 s between refreshes three refusals in a row held a
+//     partition's records for 15 s, where Kafka's Java client backs off
+//     100 ms to 1 s (retry.backoff.ms, retry.backoff.max.ms).
 //
 // Topics are never created by a metadata request: that is kgo's default,
 // and weir creates them explicitly (Admin.EnsureTopics) with the partition
@@ -52,6 +59,7 @@ func FranzOpts(cfg Config) ([]kgo.Opt, error) {
 		kgo.ClientID(id),
 		kgo.WithLogger(slogLogger{cfg.logger()}),
 		kgo.DisableClientMetrics(),
+		kgo.MetadataMinAge(FranzMetadataMinAge),
 		kgo.ProducerBatchCompression(franzCompression(t.Compression, t.CompressionLevel)),
 		kgo.ProducerLinger(t.Linger),
 		kgo.ProducerBatchMaxBytes(int32(t.MessageBytes())),
@@ -82,6 +90,10 @@ func FranzOpts(cfg Config) ([]kgo.Opt, error) {
 	}
 	return opts, nil
 }
+
+// FranzMetadataMinAge is the least time between two metadata requests of
+// a franz-go client of weir (kgo's MetadataMinAge; see [FranzOpts]).
+const FranzMetadataMinAge = 250 * time.Millisecond
 
 // franzCompression is the kgo codec of a valid compression.type and level
 // ([CheckCompression]).

@@ -40,6 +40,7 @@ func TestFranzOpts(t *testing.T) {
 			"FetchMaxPartitionBytes":   int32(DefaultMaxPartitionFetchBytes),
 			"FetchMinBytes":            int32(1),
 			"DisableClientMetrics":     true,
+			"MetadataMinAge":           FranzMetadataMinAge,
 			"AllowAutoTopicCreation":   false,
 			"DialTLS":                  false,
 		}},

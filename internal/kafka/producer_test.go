@@ -290,7 +290,6 @@ func TestProducerAckedOnEitherClient(t *testing.T) {
 // as a producer that gave up (BreakerOpen), so the runtime rewinds or
 // looks the topic up.
 func TestFranzProducerDeliveryTimeout(t *testing.T) {
-	kafkatest.Long(t) // kgo retries NOT_ENOUGH_REPLICAS after a metadata refresh, 5 s apart
 	defer kafka.SetDeliveryTimeout(time.Second)()
 	env := kafkatest.Kfake(t, embeddedDefaults)
 	ctx := t.Context()
@@ -309,4 +308,39 @@ func TestFranzProducerDeliveryTimeout(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	require.True(t, kafka.BreakerOpen(err), "%v", err)
 	require.False(t, kafka.RecordRejected(err))
+}
+
+// A partition's records keep their order, without duplicates, across
+// retries: the leader refuses a few produce requests (NOT_LEADER) while
+// records of one partition are in flight, and the partition holds them in
+// send order, each once.
+func TestProducerKeepsOrderAcrossRetries(t *testing.T) {
+	eachClient(t, func(t *testing.T, c kafka.Client) {
+		env := kafkatest.Kfake(t, embeddedDefaults)
+		ctx := t.Context()
+		topic := kafkatest.Topic(t)
+		kafkatest.CreateTopic(t, env, topic, 2)
+		p := newProducerOn(t, env, c)
+		require.NoError(t, p.Send(ctx, kafka.Record{Topic: topic, Partition: 0, Value: []byte("-1")}))
+		require.NoError(t, p.Flush(ctx))
+		h := env.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: topic, Err: kerr.NotLeaderForPartition, Count: 3})
+		defer h.Remove()
+		const n = 2000
+		for i := range n {
+			require.NoError(t, p.Send(ctx, kafka.Record{Topic: topic, Partition: int32(i % 2), Value: fmt.Appendf(nil, "%d", i)}))
+		}
+		require.NoError(t, p.Flush(ctx))
+		require.Equal(t, 3, h.Hits(), "the retries were exercised")
+		for part, recs := range kafkatest.ReadCommittedPartitions(t, env, topic) {
+			prev := -2
+			for _, r := range recs {
+				var v int
+				_, err := fmt.Sscan(string(r.Value), &v)
+				require.NoError(t, err)
+				require.Greater(t, v, prev, "partition %d: %d after %d", part, v, prev)
+				prev = v
+			}
+		}
+		require.Len(t, kafkatest.ReadCommitted(t, env, topic), n+1, "each record once")
+	})
 }
