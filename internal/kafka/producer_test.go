@@ -344,3 +344,25 @@ func TestProducerKeepsOrderAcrossRetries(t *testing.T) {
 		require.Len(t, kafkatest.ReadCommitted(t, env, topic), n+1, "each record once")
 	})
 }
+
+// The largest record weir writes (CheckSize's bound) is delivered on
+// either client: the franz-go producer's batch bound (MaxMessageBytes,
+// counted by kgo with the batch's 61 bytes and its 4-byte length) holds it
+// alone, because RecordSize counts every varint at its widest.
+func TestProducerDeliversTheLargestRecord(t *testing.T) {
+	eachClient(t, func(t *testing.T, c kafka.Client) {
+		env := kafkatest.Kfake(t, embeddedDefaults)
+		ctx := t.Context()
+		topic := kafkatest.Topic(t)
+		kafkatest.CreateTopic(t, env, topic, 1)
+		p := newProducerOn(t, env, c)
+		r := kafka.Record{Topic: topic, Partition: 0, Key: []byte("k"), Headers: []kafka.Header{{Key: "h", Value: []byte("v")}}}
+		r.Value = make([]byte, kafka.MaxRecordBytes-kafka.RecordSize(r))
+		require.Equal(t, kafka.MaxRecordBytes, kafka.RecordSize(r))
+		require.NoError(t, kafka.CheckSize(r))
+		require.NoError(t, p.Send(ctx, r))
+		require.NoError(t, p.Send(ctx, kafka.Record{Topic: topic, Partition: 0, Value: []byte("small")}))
+		require.NoError(t, p.Flush(ctx))
+		require.Len(t, kafkatest.ReadCommitted(t, env, topic), 2)
+	})
+}
