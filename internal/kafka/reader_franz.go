@@ -268,10 +268,6 @@ func (r *franzRangeReader) fetch(ctx context.Context) (*kmsg.FetchResponseTopicP
 	return nil, fmt.Errorf("fetch response without the partition: %w", errIncompleteFetch)
 }
 
-// errIncompleteFetch is a Fetch response that does not answer for the
-// partition asked: retried, as sarama's ErrIncompleteResponse is.
-var errIncompleteFetch = errors.New("kafka: incomplete fetch response")
-
 // consume delivers the records of one fetch answer in [next, to) and moves
 // next to where the answer ends: after its last complete batch, whatever
 // that batch was (kgo.ProcessFetchPartition's offset).
