@@ -27,10 +27,14 @@ import (
 type childArgs struct {
 	system, workload, in, out, app, dir string
 	brokers                             []string
+	// client is the weir rows' Kafka client from the row's name
+	// (splitClient); "" leaves it to WEIR_KAFKA_CLIENT.
+	client weir.KafkaClient
 }
 
 // runChild runs one system until ctx is done (the parent sends SIGTERM).
 func runChild(ctx context.Context, a childArgs) error {
+	a.system, a.client = splitClient(a.system)
 	switch a.system {
 	case sysCeilingALO:
 		return ceilingALO(ctx, a, nil)
@@ -93,6 +97,9 @@ func runWeir(ctx context.Context, a childArgs, extra ...weir.Option) error {
 		weir.WithEpochInterval(100 * time.Millisecond),
 	}
 	opts = append(opts, extra...)
+	if a.client != "" {
+		opts = append(opts, weir.WithKafkaClient(a.client))
+	}
 	if benchLinger != "" && !strings.Contains(a.system, "-mb-") { // see benchLinger
 		d, err := time.ParseDuration(benchLinger)
 		if err != nil {
