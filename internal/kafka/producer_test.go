@@ -37,7 +37,7 @@ func newProducerOn(t *testing.T, env *kafkatest.Env, c kafka.Client) *kafka.Prod
 // named after it.
 var clients = []kafka.Client{kafka.ClientSarama, kafka.ClientFranz}
 
-// eachClient runs fn once per client.
+// forEachClient runs fn once per client.
 func forEachClient(t *testing.T, fn func(t *testing.T, c kafka.Client)) {
 	t.Helper()
 	for _, c := range clients {
