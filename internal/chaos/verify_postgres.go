@@ -18,7 +18,8 @@ import (
 //     store may still be behind while the members run; after they stop
 //     it is a mismatch); no row names another account;
 //   - every good input's id is in the audit table exactly once (an id
-//     missing is lost, a second row a duplicate), with its account and
+//     missing is lost, a second row a duplicate: a failure under
+//     exactly-once, counted under at-least-once), with its account and
 //     sequence number, and no bad input's id is there.
 //
 // The end-of-run records' rows (endofrun.go) are left out, as in every
@@ -116,8 +117,13 @@ func (v *verifier) checkPGAudit(ctx context.Context, conn *pgx.Conn, table strin
 		}
 		seen[id-1]++
 		if seen[id-1] > 1 {
+			// Under at-least-once the repartition topic the audit's
+			// sub-topology reads may hold an input twice (its writer
+			// replayed it): two inputs to the sink, each written once.
 			r.duplicates++
-			r.problem("postgres %s: input %d applied %d times", table, id, seen[id-1])
+			if v.ordered {
+				r.problem("postgres %s: input %d applied %d times", table, id, seen[id-1])
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {
