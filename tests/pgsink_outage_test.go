@@ -16,7 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/sink/postgres"
 )
 
 // privatePostgres starts a PostgreSQL server of the test's own
@@ -112,6 +114,78 @@ func TestPostgresSinkWaitsOutTheServerDown(t *testing.T) {
 			default:
 				t.Log("no error reached the error handler")
 			}
+		})
+	}
+}
+
+// One task's writes hang — another session holds the lock of its
+// progress row, as a long transaction or a stuck connection would —
+// while the other partitions' input keeps coming. Each of its writes is
+// cut at the sink's Timeout and tried again, the epochs or batches
+// rewind, and the other tasks' writes go on: their new lines reach the
+// audit table while the lock is held, none of the stuck partition's do.
+// Kafka's commit waits meanwhile (one for all the instance's tasks).
+// Once the lock is gone the tables are exact.
+func TestPostgresSinkOtherPartitionsGoOn(t *testing.T) {
+	kafkatest.Long(t)
+	pool := postgresPool(t)
+	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
+	for _, mode := range []string{"continuous", "micro-batch"} {
+		t.Run(mode, func(t *testing.T) {
+			const partitions = 4
+			c := newPGCase(t, env, pool, partitions, func(c *postgres.Config) { c.Timeout = time.Second })
+			opts := withMode(mode, weir.WithGuarantee(weir.ExactlyOnce),
+				weir.WithSink("counts", c.counts), weir.WithSink("audit", c.audit))
+			vocab := []string{"a", "b", "c", "d", "e"}
+			want := map[string]int64{}
+			a := startInstance(t, sinkTopology(t, c.in), env, c.appID, opts...)
+			produceLines(t, env, c.in, 0, 100, vocab, want)
+			waitForTable(t, pool, c.prefix, want)
+
+			ctx := context.Background()
+			lock, err := pool.Begin(ctx)
+			require.NoError(t, err)
+			defer lock.Rollback(ctx)
+			var one int
+			require.NoError(t, lock.QueryRow(ctx, "SELECT 1 FROM "+postgres.DefaultProgressTable+
+				" WHERE sink = $1 AND task = '0_0' FOR UPDATE", c.prefix+"-audit").Scan(&one))
+
+			for i := range 5 { // in waves: epochs after the first hung one must write too
+				produceLines(t, env, c.in, 100+40*i, 40, vocab, want)
+				time.Sleep(2 * time.Second)
+			}
+			stuck, others := map[string]bool{}, map[string]bool{}
+			for i := 100; i < 300; i++ {
+				key := strconv.Itoa(i)
+				p, err := kafka.PartitionForKey([]byte(key), partitions)
+				require.NoError(t, err)
+				if p == 0 {
+					stuck[key] = true
+				} else {
+					others[key] = true
+				}
+			}
+			require.NotEmpty(t, stuck)
+			var audited map[string]int
+			arrived := assertEventually(func() bool {
+				audited = auditCounts(t, pool, c.prefix)
+				for k := range others {
+					if audited[k] == 0 {
+						return false
+					}
+				}
+				return true
+			}, 60*time.Second)
+			require.True(t, arrived, "the other partitions' lines reach the audit table while partition 0's writes hang")
+			for k := range stuck {
+				require.Zero(t, audited[k], "line %s of the stuck partition is in the audit table", k)
+			}
+
+			require.NoError(t, lock.Rollback(ctx))
+			waitForTable(t, pool, c.prefix, want)
+			waitForAudit(t, pool, c.prefix, 300)
+			require.NoError(t, a.stop(t))
+			requireTables(t, pool, c.prefix, want, 300)
 		})
 	}
 }

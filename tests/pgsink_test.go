@@ -60,7 +60,7 @@ func sinkTopology(t *testing.T, in string) *topology.Topology {
 // sinkTables creates the tables of one test: <p>_counts (upsert, one row
 // per word) and <p>_audit (append, one row per line; a CHECK refuses lines
 // holding "poison") and returns the sinks writing them.
-func sinkTables(t *testing.T, pool *pgxpool.Pool, prefix string) (counts, audit *postgres.Sink) {
+func sinkTables(t *testing.T, pool *pgxpool.Pool, prefix string, tune ...func(*postgres.Config)) (counts, audit *postgres.Sink) {
 	t.Helper()
 	ctx := context.Background()
 	for _, stmt := range []string{
@@ -74,14 +74,21 @@ func sinkTables(t *testing.T, pool *pgxpool.Pool, prefix string) (counts, audit 
 		_, _ = pool.Exec(context.Background(), "DROP TABLE "+prefix+"_counts, "+prefix+"_audit")
 		_, _ = pool.Exec(context.Background(), "DELETE FROM "+postgres.DefaultProgressTable+" WHERE sink LIKE $1", prefix+"%")
 	})
-	return newSinks(t, pool, prefix)
+	return newSinks(t, pool, prefix, tune...)
 }
 
-// newSinks returns the sinks of the tables sinkTables created.
-func newSinks(t *testing.T, pool *pgxpool.Pool, prefix string) (counts, audit *postgres.Sink) {
+// newSinks returns the sinks of the tables sinkTables created; tune, if
+// given, changes both sinks' configurations.
+func newSinks(t *testing.T, pool *pgxpool.Pool, prefix string, tune ...func(*postgres.Config)) (counts, audit *postgres.Sink) {
 	t.Helper()
+	config := func(c postgres.Config) postgres.Config {
+		for _, f := range tune {
+			f(&c)
+		}
+		return c
+	}
 	var err error
-	counts, err = postgres.New(postgres.Config{
+	counts, err = postgres.New(config(postgres.Config{
 		Pool: pool, Mode: postgres.Upsert, Table: prefix + "_counts", Columns: []string{"word", "n"}, Key: []string{"word"},
 		ID: prefix + "-counts", RowsPerStatement: 7,
 		Row: func(r sink.Record) ([]any, error) {
@@ -91,11 +98,11 @@ func newSinks(t *testing.T, pool *pgxpool.Pool, prefix string) (counts, audit *p
 			n, err := serde.Int64().Deserialize("", r.Value)
 			return []any{string(r.Key), n}, err
 		},
-	})
+	}))
 	require.NoError(t, err)
-	audit, err = postgres.New(postgres.Config{
+	audit, err = postgres.New(config(postgres.Config{
 		Pool: pool, Mode: postgres.Append, Table: prefix + "_audit", Columns: []string{"line_key", "line"}, ID: prefix + "-audit",
-	})
+	}))
 	require.NoError(t, err)
 	return counts, audit
 }
@@ -135,12 +142,12 @@ type pgCase struct {
 }
 
 // newPGCase creates an input topic of the given partitions and the
-// tables of sinkTables under a fresh prefix.
-func newPGCase(t *testing.T, env *kafkatest.Env, pool *pgxpool.Pool, partitions int32) pgCase {
+// tables of sinkTables under a fresh prefix (tune: as sinkTables').
+func newPGCase(t *testing.T, env *kafkatest.Env, pool *pgxpool.Pool, partitions int32, tune ...func(*postgres.Config)) pgCase {
 	t.Helper()
 	c := pgCase{in: kafkatest.Topic(t), appID: kafkatest.GroupID(t), prefix: fmt.Sprintf("pg%d", time.Now().UnixNano())}
 	kafkatest.CreateTopic(t, env, c.in, partitions)
-	c.counts, c.audit = sinkTables(t, pool, c.prefix)
+	c.counts, c.audit = sinkTables(t, pool, c.prefix, tune...)
 	return c
 }
 
