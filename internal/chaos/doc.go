@@ -57,7 +57,8 @@
 // from it holds — equals the recomputation. At-least-once scenarios report
 // duplicates without failing on them; exactly-once scenarios fail on any.
 //
-// With WEIR_POSTGRES_DSN set, the workload also writes each account's
+// With WEIR_CHAOS_POSTGRES=1 and WEIR_POSTGRES_DSN set, the workload
+// also writes each account's
 // running aggregate (upsert) and every input it aggregates (append)
 // through weir's PostgreSQL sink, and the verifier checks the tables:
 // every account's row its final fold, every good input's id once

@@ -21,6 +21,7 @@ func TestCheckPostgresFindsDamage(t *testing.T) {
 	if dsn == "" {
 		t.Skip("WEIR_POSTGRES_DSN is not set (scripts/postgres/start.sh starts a server)")
 	}
+	t.Setenv(PostgresEnv, "1")
 	ctx := context.Background()
 	topics := Topics{In: fmt.Sprintf("verify-pg-%d-in", time.Now().UnixNano())}
 	prefix := topics.pgPrefix()
