@@ -2,12 +2,11 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weirstream/weir"
@@ -95,11 +94,16 @@ func postgresOptions(ctx context.Context, t Topics) ([]weir.Option, func(), erro
 			" min bigint NOT NULL, max bigint NOT NULL, last_k bigint NOT NULL, last_id bigint NOT NULL)",
 		"CREATE TABLE IF NOT EXISTS " + prefix + "_audit (id bigint NOT NULL, account text NOT NULL, k bigint NOT NULL)",
 	} {
-		_, err := pool.Exec(ctx, stmt)
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07") {
-			err = nil // another instance created it meanwhile
-		}
+		// Under an advisory lock: the three members start together, and
+		// PostgreSQL's catalog refuses concurrent creators of one table
+		// (23505, 42710) although IF NOT EXISTS.
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "weir-chaos-create:"+prefix); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, stmt)
+			return err
+		})
 		if err != nil {
 			pool.Close()
 			return nil, nil, fmt.Errorf("chaos: %s: %w", stmt, err)

@@ -212,7 +212,7 @@ func (s *Sink) setup(ctx context.Context) error {
 	if s.ready {
 		return nil
 	}
-	_, err := s.cfg.Pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s.progress+` (
+	err := createTable(ctx, s.cfg.Pool, s.progress, `CREATE TABLE IF NOT EXISTS `+s.progress+` (
 		sink text NOT NULL,
 		task text NOT NULL,
 		generation integer NOT NULL,
@@ -221,15 +221,33 @@ func (s *Sink) setup(ctx context.Context) error {
 		refused text NOT NULL DEFAULT '',
 		updated_at timestamptz NOT NULL DEFAULT now(),
 		PRIMARY KEY (sink, task))`)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07") {
-		err = nil // created meanwhile by another instance
-	}
 	if err != nil {
 		return classify(fmt.Errorf("postgres: create progress table %s: %w", s.progress, err))
 	}
 	s.ready = true
 	return nil
+}
+
+// createTable runs a CREATE TABLE IF NOT EXISTS statement under a
+// transaction-scoped advisory lock on the table's name: instances that
+// start together would otherwise race in PostgreSQL's catalog, and the
+// loser fail with a unique violation (23505) or "type already exists"
+// (42710) although the table is there. Under the lock the second one
+// finds the table and does nothing; those errors are taken for success
+// all the same, for a creator that does not take the lock.
+func createTable(ctx context.Context, pool *pgxpool.Pool, name, stmt string) error {
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "weir-sink-create:"+name); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, stmt)
+		return err
+	})
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07" || pe.Code == "42710") {
+		return nil // created meanwhile by another instance
+	}
+	return err
 }
 
 // Claim counts a claim of the task in its progress row (creating it),

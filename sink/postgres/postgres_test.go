@@ -295,3 +295,31 @@ func TestWriteTimesOutOnAHeldLock(t *testing.T) {
 		t.Fatalf("table = %v, want a=1", got)
 	}
 }
+
+// Instances that start together create the progress table together: each
+// first Claim succeeds (none fails on the race in PostgreSQL's catalog,
+// which would stop its application as a permanent error).
+func TestConcurrentFirstClaimsCreateTheProgressTableOnce(t *testing.T) {
+	ctx := context.Background()
+	p := pool(t)
+	tbl := table(t, p, "k text PRIMARY KEY, n bigint NOT NULL")
+	progress := tbl + "_progress"
+	t.Cleanup(func() { _, _ = p.Exec(context.Background(), "DROP TABLE IF EXISTS "+progress) })
+	const n = 8
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			s, err := postgres.New(postgres.Config{Pool: p, Mode: postgres.Upsert, Table: tbl, Columns: []string{"k", "n"},
+				Key: []string{"k"}, Row: intRow, ID: tbl, ProgressTable: progress})
+			if err == nil {
+				_, err = s.Claim(ctx, "counts", sink.Task{Subtopology: 0, Partition: int32(i)}, 1)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatalf("a first claim: %v", err)
+		}
+	}
+}
