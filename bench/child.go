@@ -48,6 +48,9 @@ func runChild(ctx context.Context, a childArgs) error {
 	if run := extraChild(a.system); run != nil {
 		return run(ctx, a)
 	}
+	if run := pgChild(a.system); run != nil { // pgsink.go
+		return run(ctx, a)
+	}
 	return fmt.Errorf("unknown system %q", a.system)
 }
 

@@ -105,7 +105,12 @@ func RunChild() error {
 		}
 		opts = append(opts, weir.WithMicroBatch(mb))
 	}
-	app, err := weir.New(topo, opts...)
+	pgOpts, closePG, err := postgresOptions(ctx, cfg.Topics) // with WEIR_POSTGRES_DSN (pgsink.go)
+	if err != nil {
+		return err
+	}
+	defer closePG()
+	app, err := weir.New(topo, append(opts, pgOpts...)...)
 	if err != nil {
 		return err
 	}

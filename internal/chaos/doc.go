@@ -67,6 +67,13 @@
 // from it holds — equals the recomputation. At-least-once scenarios report
 // duplicates without failing on them; exactly-once scenarios fail on any.
 //
+// With WEIR_CHAOS_POSTGRES=1 and WEIR_POSTGRES_DSN set, the workload
+// also writes each account's
+// running aggregate (upsert) and every input it aggregates (append)
+// through weir's PostgreSQL sink, and the verifier checks the tables:
+// every account's row its final fold, every good input's id once
+// (pgsink.go, verify_postgres.go).
+//
 // # Usage
 //
 // The command cmd/weir-chaos drives it (see docs/reliability.md):
