@@ -225,6 +225,10 @@ func KafkaCode(err error) (code int16, ok bool) {
 // partition its topic does not have (franz-go's own error has no type).
 var errPartitionOutOfRange = errors.New("exactlyonce: partition out of range")
 
+// errUnsettled is wrapped by the error of a commit whose records the
+// client still retries, unsure whether they were written.
+var errUnsettled = errors.New("exactlyonce: records still without an outcome")
+
 // ErrConfig is wrapped by every error about an invalid [Config]. Errors
 // from the Kafka part also wrap kafka.ErrConfig.
 var ErrConfig = errors.New("exactlyonce: invalid configuration")

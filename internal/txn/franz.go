@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/weirstream/weir/internal/kafka"
 )
@@ -202,9 +203,17 @@ func (s *franzSession) Commit(ctx context.Context, offsets map[TopicPartition]in
 	}
 
 	// 2. Every record has its outcome; the first failure fails the
-	// transaction.
+	// transaction. kgo never gives up on a record whose produce request
+	// went unanswered (it may be written); past the transaction timeout
+	// the broker has aborted the transaction anyway, and only a new epoch
+	// settles the record.
+	unsettled := time.NewTimer(s.cfg.TransactionTimeout)
+	defer unsettled.Stop()
 	select {
 	case <-p.t.idle():
+	case <-unsettled.C:
+		return s.setFailure(stBroken, newError("commit", ErrIndefinite,
+			fmt.Errorf("%w after %v", errUnsettled, s.cfg.TransactionTimeout)))
 	case <-ctx.Done():
 		return s.setFailure(stFailed, newError("commit", ErrAbortable, fmt.Errorf("wait for records: %w", ctx.Err())))
 	}

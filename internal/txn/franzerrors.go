@@ -20,6 +20,11 @@ func classifyFranz(err error, ioFailed bool) error {
 	switch {
 	case fencedErrorFranz(err):
 		return ErrFenced
+	case errors.Is(err, kgo.ErrRecordTimeout), errors.Is(err, kgo.ErrRecordRetries):
+		// kgo gives up on a record only when it knows the record was not
+		// written (it never fails one whose produce request has no
+		// answer): not committed, abortable.
+		return ErrAbortable
 	case ioFailed || networkErrorFranz(err):
 		return ErrIndefinite
 	case errors.Is(err, kerr.InvalidTxnState):
@@ -31,8 +36,7 @@ func classifyFranz(err error, ioFailed bool) error {
 	case errors.Is(err, kerr.UnknownProducerID),
 		errors.Is(err, kerr.TransactionAbortable),
 		errors.Is(err, kerr.OperationNotAttempted),
-		errors.Is(err, kgo.ErrAborting),
-		errors.Is(err, kgo.ErrRecordRetries):
+		errors.Is(err, kgo.ErrAborting):
 		// Answered, not committed; kgo re-initializes the producer id
 		// (KIP-360) on the abort.
 		return ErrAbortable
@@ -75,7 +79,6 @@ func networkErrorFranz(err error) bool {
 		errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, kgo.ErrClientClosed) ||
-		errors.Is(err, kgo.ErrRecordTimeout) ||
 		errors.Is(err, kerr.RequestTimedOut) ||
 		errors.Is(err, kerr.NetworkException)
 }

@@ -76,16 +76,21 @@ func openFranz(ctx context.Context, cfg Config, watch *connWatch, log *slog.Logg
 		kgo.RequestRetries(cfg.txnRetryMax),
 		kgo.WithHooks(p.hooks),
 	)
+	// TxnOffsetCommit v6 names topics by id; weir's offsets name them.
+	v5 := kversion.Stable()
+	v5.SetMaxKeyVersion(int16(kmsg.TxnOffsetCommit), 5)
 	p.cl, err = kgo.NewClient(append(slices.Clone(common),
 		kgo.TransactionalID(cfg.TransactionalID),
 		kgo.TransactionTimeout(cfg.TransactionTimeout),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProduceRequestTimeout(min(10*time.Second, (cfg.RequestTimeout*2/3).Truncate(time.Millisecond))),
-		// Ride out a short leader election; no record outlives its
-		// transaction.
+		// Ride out a short leader election; give up on a record (known
+		// unwritten) early enough to abort before the broker's own
+		// transaction timeout, at which Commit stops waiting.
 		kgo.RecordRetries(kafka.TransactionalProducerRetries),
-		kgo.RecordDeliveryTimeout(cfg.TransactionTimeout),
+		kgo.RecordDeliveryTimeout(cfg.TransactionTimeout*3/4),
 		kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(p.partitioner)),
+		kgo.MaxVersions(v5),
 	)...)
 	if err != nil {
 		p.stop()
@@ -299,7 +304,7 @@ func (p *franzProducer) retry(ctx context.Context, fn func() error) error {
 		if classifyFranz(err, false) != errTransient && !networkErrorFranz(err) {
 			return err
 		}
-		p.log.Debug("exactlyonce: offsets, retrying", "attempt", attempt+1, "err", err)
+		p.log.Warn("exactlyonce: offsets, retrying", "attempt", attempt+1, "err", err)
 		if perr := kafka.Pause(ctx, p.cfg.txnBackoff(attempt, 0)); perr != nil {
 			return &abandonedError{err: fmt.Errorf("%w (after %w)", perr, err)}
 		}
