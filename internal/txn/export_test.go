@@ -82,3 +82,8 @@ func LingerState(s *Session) (on bool, held int) {
 	}
 	return ss.linger.State()
 }
+
+// SerialOffsets makes a franz-go session send the offsets only once every
+// record of the transaction has its outcome, as sarama does (to measure
+// what overlapping them saves).
+func SerialOffsets(cfg *Config) { cfg.serialOffsets = true }

@@ -181,9 +181,8 @@ func (s *franzSession) Send(ctx context.Context, r kafka.Record) error {
 	return nil
 }
 
-// Commit: the offsets go out while the records are still in flight when
-// the transaction may carry them at once (p.offsetsNow), else once every
-// record has its outcome; EndTxn follows both.
+// Commit: the offsets go out while the records are still in flight
+// (franzProducer.sendOffsets); EndTxn follows both.
 func (s *franzSession) Commit(ctx context.Context, offsets map[TopicPartition]int64, gm kafka.GroupMetadata) error {
 	s.op.Lock()
 	defer s.op.Unlock()
@@ -196,9 +195,9 @@ func (s *franzSession) Commit(ctx context.Context, offsets map[TopicPartition]in
 		return err
 	}
 
-	// 1. The offsets, overlapping the records' flight when possible.
+	// 1. The offsets, overlapping the records' flight.
 	var oc *offsetsCall
-	if req != nil && p.offsetsNow() {
+	if req != nil && !s.cfg.serialOffsets {
 		oc = p.sendOffsets(ctx, req)
 	}
 

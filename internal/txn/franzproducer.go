@@ -46,9 +46,10 @@ type franzProducer struct {
 	acked *kafka.AckedOffsets // the session's
 	parts sync.Map            // topic → *atomic.Int32, its partition count as kgo knows it
 
-	t     tracker
-	acks  atomic.Int64 // records of the open transaction acknowledged
-	calls calls        // EndTransaction, raw requests, offsets calls
+	t        tracker
+	acks     atomic.Int64  // records of the open transaction acknowledged
+	firstAck chan struct{} // closed at the open transaction's first acknowledgement
+	calls    calls         // EndTransaction, raw requests, offsets calls
 
 	// The open transaction's offsets call and raw start (v1 path); set
 	// with the session's op held.
@@ -188,7 +189,9 @@ func (p *franzProducer) produce(r kafka.Record) {
 	p.t.add()
 	p.cl.Produce(p.ctx, kr, func(kr *kgo.Record, err error) {
 		if err == nil {
-			p.acks.Add(1)
+			if p.acks.Add(1) == 1 {
+				close(p.firstAck)
+			}
 			p.acked.Note(kr.Topic, kr.Partition, kr.Offset)
 			p.t.done(nil)
 			return
@@ -220,26 +223,43 @@ func (p *franzProducer) outOfRange(topic string, partition int32) bool {
 func (p *franzProducer) begin() error {
 	p.t.reset()
 	p.acks.Store(0)
+	p.firstAck = make(chan struct{})
 	p.oc = nil
 	p.rawStarted.Store(false)
 	return bridge(p.cl.BeginTransaction())
 }
 
-// offsetsNow reports whether the offsets may go into the transaction
-// before its records have their outcomes (see franzProducer).
-func (p *franzProducer) offsetsNow() bool { return !p.v2 || p.acks.Load() > 0 }
-
 // pendingOffsets returns the open transaction's offsets call, nil if none.
 func (p *franzProducer) pendingOffsets() *offsetsCall { return p.oc }
 
-// sendOffsets starts sending req's offsets into the open transaction,
-// retrying what the broker answers as retriable until ctx ends.
+// sendOffsets starts sending req's offsets into the open transaction
+// (whose Sends are over), retrying what the broker answers as retriable
+// until ctx ends. With transactions v2 it waits for the first record
+// acknowledged — from then on kgo will send EndTxn — and sends
+// TxnOffsetCommit v5 while the other records are in flight; if none is
+// (no records), it takes the v1 requests. If every record failed it sends
+// nothing: the transaction cannot commit.
 func (p *franzProducer) sendOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *offsetsCall {
-	v5 := p.v2 && p.acks.Load() > 0
 	oc := &offsetsCall{done: make(chan struct{})}
 	p.oc = oc
+	idle, first := p.t.idle(), p.firstAck
 	p.calls.wg.Go(func() {
 		defer close(oc.done)
+		v5 := false
+		if p.v2 {
+			select {
+			case <-first:
+				v5 = true
+			case <-idle:
+				v5 = p.acks.Load() > 0
+				if !v5 && p.t.err() != nil {
+					return
+				}
+			case <-ctx.Done():
+				oc.err = ctx.Err()
+				return
+			}
+		}
 		oc.err = p.offsets(ctx, req, v5)
 	})
 	return oc
