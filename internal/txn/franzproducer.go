@@ -85,11 +85,11 @@ func openFranz(ctx context.Context, cfg Config, watch *connWatch, log *slog.Logg
 		kgo.TransactionTimeout(cfg.TransactionTimeout),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProduceRequestTimeout(min(10*time.Second, (cfg.RequestTimeout*2/3).Truncate(time.Millisecond))),
-		// Ride out a short leader election; give up on a record (known
-		// unwritten) early enough to abort before the broker's own
-		// transaction timeout, at which Commit stops waiting.
+		// Ride out a short leader election. No RecordDeliveryTimeout: kgo
+		// measures it from the record's timestamp, which is event time
+		// (a replayed input is "late" at once); Commit bounds the wait
+		// at the transaction timeout instead.
 		kgo.RecordRetries(kafka.TransactionalProducerRetries),
-		kgo.RecordDeliveryTimeout(cfg.TransactionTimeout*3/4),
 		kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(p.partitioner)),
 		kgo.MaxVersions(v5),
 	)...)

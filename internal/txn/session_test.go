@@ -321,3 +321,19 @@ func TestPartitionOutOfRange(t *testing.T) {
 		f.requireVisible(t, values(recs))
 	})
 }
+
+// TestEventTimeTimestamps commits records stamped with an event time long
+// past, as a replayed input's are: no client may count their age as time
+// spent waiting for delivery (kgo's RecordDeliveryTimeout does).
+func TestEventTimeTimestamps(t *testing.T) {
+	run(t, func(t *testing.T, env *kafkatest.Env) {
+		f := setup(t, env)
+		s := f.session(t)
+		rs := f.records("old", 10)
+		for i := range rs {
+			rs[i].Timestamp = time.UnixMilli(int64(1000 + i))
+		}
+		require.NoError(t, f.txn(t, s, rs, f.offsets(1, 1)))
+		f.requireVisible(t, values(rs))
+	})
+}
