@@ -90,6 +90,11 @@ func openFranz(ctx context.Context, cfg Config, watch *connWatch, log *slog.Logg
 		// (a replayed input is "late" at once); Commit bounds the wait
 		// at the transaction timeout instead.
 		kgo.RecordRetries(kafka.TransactionalProducerRetries),
+		kgo.RetryBackoffFn(func(tries int) time.Duration { return kafka.Backoff(max(tries-1, 0)) }),
+		// A record retried waits for a metadata refresh, which kgo spaces
+		// by this (5 s by default: 16 retries would outlast the
+		// transaction); the Java client's retry.backoff.ms is 100 ms.
+		kgo.MetadataMinAge(250*time.Millisecond),
 		kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(p.partitioner)),
 		kgo.MaxVersions(v5),
 	)...)
