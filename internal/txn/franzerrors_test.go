@@ -8,6 +8,7 @@ import (
 	"net"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/require"
@@ -94,4 +95,20 @@ func TestBridge(t *testing.T) {
 
 	wrapped := &Error{Op: "commit", Kind: ErrFenced, Err: err}
 	require.ErrorIs(t, wrapped, sarama.ErrIllegalGeneration)
+}
+
+// TestRecordRetries checks that the record retries of the franz-go
+// session fit in three quarters of the transaction timeout.
+func TestRecordRetries(t *testing.T) {
+	for _, tc := range []struct {
+		timeout time.Duration
+		want    int
+	}{
+		{100 * time.Millisecond, 1},
+		{10 * time.Second, 8},
+		{20 * time.Second, 14},
+		{time.Hour, kafka.TransactionalProducerRetries},
+	} {
+		require.Equal(t, tc.want, recordRetries(tc.timeout), "transaction timeout %v", tc.timeout)
+	}
 }

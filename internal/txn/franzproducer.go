@@ -85,16 +85,18 @@ func openFranz(ctx context.Context, cfg Config, watch *connWatch, log *slog.Logg
 		kgo.TransactionTimeout(cfg.TransactionTimeout),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProduceRequestTimeout(min(10*time.Second, (cfg.RequestTimeout*2/3).Truncate(time.Millisecond))),
-		// Ride out a short leader election. No RecordDeliveryTimeout: kgo
+		// Ride out a short leader election, and give up on a record known
+		// unwritten in time to abort before the transaction times out.
+		// No RecordDeliveryTimeout: kgo
 		// measures it from the record's timestamp, which is event time
 		// (a replayed input is "late" at once); Commit bounds the wait
 		// at the transaction timeout instead.
-		kgo.RecordRetries(kafka.TransactionalProducerRetries),
+		kgo.RecordRetries(recordRetries(cfg.TransactionTimeout)),
 		kgo.RetryBackoffFn(func(tries int) time.Duration { return kafka.Backoff(max(tries-1, 0)) }),
 		// A record retried waits for a metadata refresh, which kgo spaces
-		// by this (5 s by default: 16 retries would outlast the
+		// by this (5 s by default: the retries would outlast the
 		// transaction); the Java client's retry.backoff.ms is 100 ms.
-		kgo.MetadataMinAge(250*time.Millisecond),
+		kgo.MetadataMinAge(metadataMinAge),
 		kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(p.partitioner)),
 		kgo.MaxVersions(v5),
 	)...)
@@ -120,6 +122,27 @@ func openFranz(ctx context.Context, cfg Config, watch *connWatch, log *slog.Logg
 		return nil, bridge(err)
 	}
 	return p, nil
+}
+
+// metadataMinAge is the franz-go session's kgo.MetadataMinAge.
+const metadataMinAge = 250 * time.Millisecond
+
+// recordRetries is how many times the franz-go session retries a record
+// the broker refused for a passing reason: as many as
+// kafka.TransactionalProducerRetries whose waits (kafka.Backoff, then a
+// metadata refresh) add up to at most three quarters of the transaction
+// timeout, and at least one. A record kgo gives up on is known unwritten:
+// the transaction is aborted and redone, where waiting longer would see
+// the broker abort it at its timeout.
+func recordRetries(txnTimeout time.Duration) int {
+	budget, spent := txnTimeout*3/4, time.Duration(0)
+	for n := range kafka.TransactionalProducerRetries {
+		spent += kafka.Backoff(n) + metadataMinAge
+		if spent > budget {
+			return max(n, 1)
+		}
+	}
+	return kafka.TransactionalProducerRetries
 }
 
 // transactionsV2 reports whether the cluster runs transactions v2, as kgo
