@@ -205,14 +205,15 @@ func (s *franzSession) Commit(ctx context.Context, offsets map[TopicPartition]in
 	// transaction. kgo never gives up on a record whose produce request
 	// went unanswered (it may be written); past the transaction timeout
 	// the broker has aborted the transaction anyway, and only a new epoch
-	// settles the record.
-	unsettled := time.NewTimer(s.cfg.TransactionTimeout)
+	// settles the record (Config.unsettledAfter).
+	wait := s.cfg.unsettledAfter()
+	unsettled := time.NewTimer(wait)
 	defer unsettled.Stop()
 	select {
 	case <-p.t.idle():
 	case <-unsettled.C:
 		return s.setFailure(stBroken, newError("commit", ErrIndefinite,
-			fmt.Errorf("%w after %v", errUnsettled, s.cfg.TransactionTimeout)))
+			fmt.Errorf("%w after %v", errUnsettled, wait)))
 	case <-ctx.Done():
 		return s.setFailure(stFailed, newError("commit", ErrAbortable, fmt.Errorf("wait for records: %w", ctx.Err())))
 	}

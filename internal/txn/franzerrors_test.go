@@ -97,18 +97,14 @@ func TestBridge(t *testing.T) {
 	require.ErrorIs(t, wrapped, sarama.ErrIllegalGeneration)
 }
 
-// TestRecordRetries checks that the record retries of the franz-go
-// session fit in three quarters of the transaction timeout.
+// TestRecordRetries checks that the franz-go session retries a record
+// within the sarama session's window, and that a commit waits for records
+// at least that long plus a produce request before it calls them unsettled.
 func TestRecordRetries(t *testing.T) {
-	for _, tc := range []struct {
-		timeout time.Duration
-		want    int
-	}{
-		{100 * time.Millisecond, 1},
-		{10 * time.Second, 8},
-		{20 * time.Second, 14},
-		{time.Hour, kafka.TransactionalProducerRetries},
-	} {
-		require.Equal(t, tc.want, recordRetries(tc.timeout), "transaction timeout %v", tc.timeout)
-	}
+	require.Equal(t, 12550*time.Millisecond, retryWindow)
+	require.Equal(t, 12, recordRetries())
+	cfg := Config{TransactionTimeout: 3 * time.Second, RequestTimeout: 30 * time.Second}
+	require.Equal(t, retryWindow+10*time.Second, cfg.unsettledAfter())
+	cfg.TransactionTimeout = time.Minute
+	require.Equal(t, time.Minute, cfg.unsettledAfter())
 }

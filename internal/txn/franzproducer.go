@@ -84,18 +84,17 @@ func openFranz(ctx context.Context, cfg Config, watch *connWatch, log *slog.Logg
 		kgo.TransactionalID(cfg.TransactionalID),
 		kgo.TransactionTimeout(cfg.TransactionTimeout),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProduceRequestTimeout(min(10*time.Second, (cfg.RequestTimeout*2/3).Truncate(time.Millisecond))),
-		// Ride out a short leader election, and give up on a record known
-		// unwritten in time to abort before the transaction times out.
-		// No RecordDeliveryTimeout: kgo
+		kgo.ProduceRequestTimeout(cfg.produceTimeout()),
+		// Ride out a short leader election, as long as the sarama session
+		// does. No RecordDeliveryTimeout: kgo
 		// measures it from the record's timestamp, which is event time
 		// (a replayed input is "late" at once); Commit bounds the wait
 		// at the transaction timeout instead.
-		kgo.RecordRetries(recordRetries(cfg.TransactionTimeout)),
+		kgo.RecordRetries(recordRetries()),
 		kgo.RetryBackoffFn(func(tries int) time.Duration { return kafka.Backoff(max(tries-1, 0)) }),
 		// A record retried waits for a metadata refresh, which kgo spaces
-		// by this (5 s by default: the retries would outlast the
-		// transaction); the Java client's retry.backoff.ms is 100 ms.
+		// by this (5 s by default: the retries would take minutes); the
+		// Java client's retry.backoff.ms is 100 ms.
 		kgo.MetadataMinAge(metadataMinAge),
 		kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(p.partitioner)),
 		kgo.MaxVersions(v5),
@@ -127,22 +126,44 @@ func openFranz(ctx context.Context, cfg Config, watch *connWatch, log *slog.Logg
 // metadataMinAge is the franz-go session's kgo.MetadataMinAge.
 const metadataMinAge = 250 * time.Millisecond
 
+// retryWindow is how long the sarama session retries a record
+// (kafka.TransactionalProducerRetries waits of kafka.Backoff): the
+// franz-go session retries one within the same window.
+var retryWindow = func() time.Duration {
+	var d time.Duration
+	for n := range kafka.TransactionalProducerRetries {
+		d += kafka.Backoff(n)
+	}
+	return d
+}()
+
 // recordRetries is how many times the franz-go session retries a record
-// the broker refused for a passing reason: as many as
-// kafka.TransactionalProducerRetries whose waits (kafka.Backoff, then a
-// metadata refresh) add up to at most three quarters of the transaction
-// timeout, and at least one. A record kgo gives up on is known unwritten:
-// the transaction is aborted and redone, where waiting longer would see
-// the broker abort it at its timeout.
-func recordRetries(txnTimeout time.Duration) int {
-	budget, spent := txnTimeout*3/4, time.Duration(0)
+// the broker refused for a passing reason: as many as fit in retryWindow,
+// each wait being kafka.Backoff and a metadata refresh. A record kgo gives
+// up on is known unwritten: the transaction is aborted and redone.
+func recordRetries() int {
+	var spent time.Duration
 	for n := range kafka.TransactionalProducerRetries {
 		spent += kafka.Backoff(n) + metadataMinAge
-		if spent > budget {
-			return max(n, 1)
+		if spent > retryWindow {
+			return n
 		}
 	}
 	return kafka.TransactionalProducerRetries
+}
+
+// unsettledAfter is how long a commit waits for records kgo still
+// retries: the transaction timeout (the broker aborts the transaction
+// then), but at least the retries of a record and one produce request, so
+// that a record refused past the retries fails with its own error first.
+func (c Config) unsettledAfter() time.Duration {
+	return max(c.TransactionTimeout, retryWindow+c.produceTimeout())
+}
+
+// produceTimeout is the producers' acks timeout (sarama's
+// Producer.Timeout, kgo's ProduceRequestTimeout).
+func (c Config) produceTimeout() time.Duration {
+	return min(10*time.Second, (c.RequestTimeout * 2 / 3).Truncate(time.Millisecond))
 }
 
 // transactionsV2 reports whether the cluster runs transactions v2, as kgo
