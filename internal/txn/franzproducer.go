@@ -3,6 +3,7 @@ package txn
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -292,8 +293,12 @@ func (p *franzProducer) sendOffsets(ctx context.Context, req *kmsg.TxnOffsetComm
 	oc := &offsetsCall{done: make(chan struct{})}
 	p.oc = oc
 	idle, first := p.t.idle(), p.firstAck
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(p.ctx, cancel) // close ends the call
 	p.calls.wg.Go(func() {
 		defer close(oc.done)
+		defer stop()
+		defer cancel()
 		v5 := false
 		if p.v2 {
 			select {
@@ -367,8 +372,8 @@ func (p *franzProducer) retry(ctx context.Context, fn func() error) error {
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() != nil {
-			return &abandonedError{err: fmt.Errorf("%w (after %w)", ctx.Err(), err)}
+		if ctx.Err() != nil || errors.Is(err, kgo.ErrClientClosed) {
+			return &abandonedError{err: err}
 		}
 		if classifyFranz(err, false) != errTransient && !networkErrorFranz(err) {
 			return err
@@ -420,18 +425,17 @@ func (p *franzProducer) end(ctx context.Context, commit bool) error {
 	}
 }
 
-// close shuts both clients down: kgo fails what is buffered and waits for
-// what is in flight. It does not end an open transaction. Idempotent.
+// close shuts both clients down: kgo fails what is buffered and what
+// waits for a retry, and the calls still running (an offsets call a
+// failed Commit left, an abandoned EndTransaction) fail at once. It does
+// not end an open transaction. Idempotent.
 func (p *franzProducer) close() {
 	p.once.Do(func() {
 		p.hooks.closing.Store(true)
 		p.stop()
-		if p.calls.abandoned.Load() {
-			p.raw.Close()
-		}
-		p.calls.wait()
 		p.cl.Close()
 		p.raw.Close()
+		p.calls.wait()
 		<-p.t.idle()
 	})
 }
