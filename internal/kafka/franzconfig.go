@@ -58,12 +58,11 @@ func franzTuning(t Tuning) []kgo.Opt {
 		codec = codec.WithLevel(t.CompressionLevel)
 	}
 	opts = append(opts, kgo.ProducerBatchCompression(codec))
+	// kgo lingers 10 ms by default; weir's zero Linger sends at once.
+	opts = append(opts, kgo.ProducerLinger(t.Linger))
 	batch := t.MessageBytes()
-	if t.Linger > 0 {
-		opts = append(opts, kgo.ProducerLinger(t.Linger))
-		if t.BatchSize > 0 {
-			batch = min(batch, t.BatchSize)
-		}
+	if t.Linger > 0 && t.BatchSize > 0 {
+		batch = min(batch, t.BatchSize)
 	}
 	opts = append(opts, kgo.ProducerBatchMaxBytes(int32(batch)))
 	if t.FetchMinBytes > 0 {
