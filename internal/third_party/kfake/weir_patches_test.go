@@ -8,8 +8,8 @@ package kfake_test
 // patched behaviour is shown to be Kafka's.
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 
 	"testing"
