@@ -406,9 +406,14 @@ func (fr *franzRun) call(ctx context.Context, c *franzClaim) (err error) {
 
 // endSession ends the member's session after a claim returned before its
 // Records closed, as the Handler contract says: every claim's Records
-// close, and once all returned the claims of every assigned partition
-// start again at the committed offsets. The member keeps its membership:
-// kgo rejoins by itself when the group moved on.
+// close, the member rejoins its group (ForceRebalance), and the claims of
+// every assigned partition start again at the committed offsets. As on
+// sarama, whose member ends its session and joins again, a leader's rejoin
+// starts a new generation: a handler that returned because its generation
+// was fenced — an external sink claimed with a newer token — meets the new
+// one when its claim starts again (the new generation's claims replace it
+// when the rebalance completes). A member that is not the leader gets its
+// current assignment back, as on sarama.
 func (fr *franzRun) endSession() {
 	fr.mu.Lock()
 	if fr.restarting {
@@ -419,6 +424,7 @@ func (fr *franzRun) endSession() {
 	fr.mu.Unlock()
 	fr.claimsWG.Go(func() {
 		fr.stopAll()
+		fr.cl.ForceRebalance()
 		fr.mu.Lock()
 		fr.restarting = false
 		fr.mu.Unlock()

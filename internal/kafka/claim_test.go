@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,7 +157,11 @@ func TestClaimReturningEarlyRestartsTheSession(t *testing.T) {
 		}
 		starts := make(chan start, 16)
 		var once sync.Once
+		var firstGen atomic.Int32
+		var last atomic.Pointer[kafka.Claim]
 		member(t, groupConfig(env, kafkatest.GroupID(t), topic), kafka.HandlerFunc(func(ctx context.Context, c kafka.Claim) error {
+			firstGen.CompareAndSwap(0, c.GenerationID())
+			last.Store(&c)
 			starts <- start{c.Partition(), c.InitialOffset()}
 			for r := range c.Records() {
 				if r.Partition != 0 || r.Offset != 4 {
@@ -185,6 +190,11 @@ func TestClaimReturningEarlyRestartsTheSession(t *testing.T) {
 		}
 		require.Equal(t, map[start]int{{0, 0}: 1, {1, 0}: 2, {0, 3}: 1}, got,
 			"both partitions claimed again, partition 0 at its committed offset")
+		// The member joined again: alone, it leads, and its rejoin starts a
+		// new generation (a handler that returned because its generation
+		// was fenced meets a newer one).
+		require.Eventually(t, func() bool { return (*last.Load()).GenerationID() > firstGen.Load() }, waitFor, 20*time.Millisecond,
+			"the generation stayed %d", firstGen.Load())
 	})
 }
 
