@@ -37,3 +37,25 @@ func splitClient(sys string) (base string, client weir.KafkaClient) {
 	}
 	return sys, ""
 }
+
+// statusSegment in a weir row's name serves the status page and reads it
+// as an open browser tab does (GET /status/group every 2 s), so that one
+// table shows the page's cost: weir-cont-eos against weir-cont-eos-status.
+const statusSegment = "-status"
+
+// splitStatus returns sys without its status segment, and whether it had
+// one.
+func splitStatus(sys string) (base string, status bool) {
+	if !strings.HasPrefix(sys, "weir-") {
+		return sys, false
+	}
+	i := strings.Index(sys, statusSegment)
+	if i < 0 {
+		return sys, false
+	}
+	rest := sys[i+len(statusSegment):]
+	if rest != "" && !strings.HasPrefix(rest, "-") {
+		return sys, false
+	}
+	return sys[:i] + rest, true
+}
