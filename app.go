@@ -18,6 +18,7 @@ import (
 	"github.com/weirstream/weir/internal/query"
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/statedir"
+	"github.com/weirstream/weir/internal/status"
 	"github.com/weirstream/weir/microbatch"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/topology"
@@ -35,6 +36,10 @@ type App struct {
 	progress *query.Ring
 	state    *stateTracker
 	httpAddr atomic.Pointer[string]
+	// events are the last state changes and assignments, for the status
+	// page; started is when the current or last run began.
+	events  *status.Events
+	started atomic.Int64
 }
 
 // New validates the options and returns an App. It does not connect: Run
@@ -57,12 +62,15 @@ func New(topo *topology.Topology, opts ...Option) (*App, error) {
 		return nil, err
 	}
 	m := metrics.New(cfg.applicationID, cfg.mode.String(), cfg.guarantee.String())
-	return &App{
+	a := &App{
 		topo: topo, cfg: cfg,
 		metrics:  m,
 		progress: query.NewRing(cfg.progressReports),
 		state:    newStateTracker(cfg.stateListener, m),
-	}, nil
+		events:   status.NewEvents(statusEvents),
+	}
+	a.state.events = a.events
+	return a, nil
 }
 
 func (c *config) kafkaConfig() kafka.Config {
@@ -98,6 +106,7 @@ func (a *App) Run(ctx context.Context) error {
 		return ErrRunning
 	}
 	defer a.running.Store(false)
+	a.started.Store(time.Now().UnixMilli())
 	a.state.set(Starting, nil)
 	err := a.run(ctx)
 	if err != nil {

@@ -8,14 +8,17 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/query"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/status"
 )
 
 // Metrics returns the App's Prometheus registry: the metrics /metrics
@@ -160,16 +163,23 @@ func (a *App) serveHTTP(rt *runtime.Runtime) (stop func(), err error) {
 	}
 	rt.SetMemberData([]byte(adv))
 	forward := a.forwardClient()
+	page, err := a.statusPage(rt, adv, forward)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
 	h, err := query.NewHandler(query.Config{
 		Runtime: rt, Members: rt.GroupMembers, Self: adv, Metrics: a.metrics.Handler(),
 		Progress: a.progress.Snapshot, Logger: a.cfg.logger,
 		Health: func() query.Health { return a.health(rt) },
 		Auth:   a.cfg.httpAuth, TLS: a.cfg.httpTLS != nil, Client: forward,
+		Status: page.Handler(),
 	})
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
 	}
+	sampling, stopSampling := context.WithCancel(context.Background())
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	serve := func() error { return srv.Serve(ln) }
 	if a.cfg.httpTLS != nil {
@@ -184,6 +194,7 @@ func (a *App) serveHTTP(rt *runtime.Runtime) (stop func(), err error) {
 			a.cfg.logger.Error("weir: http server", "err", err)
 		}
 	})
+	wg.Go(func() { _ = page.Run(sampling) })
 	a.cfg.logger.Info("weir: serving http", "addr", actual, "advertised", adv, "tls", a.cfg.httpTLS != nil, "auth", a.cfg.httpAuth != nil)
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -191,6 +202,7 @@ func (a *App) serveHTTP(rt *runtime.Runtime) (stop func(), err error) {
 		if err := srv.Shutdown(ctx); err != nil {
 			_ = srv.Close()
 		}
+		stopSampling()
 		wg.Wait()
 		forward.CloseIdleConnections()
 		a.httpAddr.Store(nil)
@@ -226,4 +238,59 @@ func (a *App) health(rt *runtime.Runtime) query.Health {
 		h.Reason = "stopped"
 	}
 	return h
+}
+
+// statusEvents is how many state changes and assignments the status page
+// lists.
+const statusEvents = 100
+
+// statusPage returns the status page of a run (internal/status): the App's
+// state and the group, drawn from the metrics, the group coordinator and
+// the other instances' own reports.
+func (a *App) statusPage(rt *runtime.Runtime, adv string, client *http.Client) (*status.Page, error) {
+	kc := a.cfg.kafkaConfig()
+	kafkaClient, _ := kafka.ResolveClient(kc.Client) // validated by New
+	return status.New(status.Config{
+		Gatherer: a.metrics.Registry(), Description: a.topo.Describe(), Self: adv,
+		Members: rt.GroupMembers, Events: a.events, Client: client, Logger: a.cfg.logger,
+		Info: func() status.Info {
+			h := a.health(rt)
+			st := a.State()
+			return status.Info{
+				Application: a.cfg.applicationID, Mode: a.cfg.mode.String(), Guarantee: a.cfg.guarantee.String(),
+				Client: string(kafkaClient), State: h.State, Reason: h.Reason, Error: h.Error,
+				Since: st.Since.UnixMilli(), Started: a.started.Load(), Version: moduleVersion(),
+				RestoringTasks: h.RestoringTasks,
+			}
+		},
+		Stores: func() ([]status.StoreRows, int64, error) {
+			stats, disk, err := rt.StoreSizes()
+			rows := make([]status.StoreRows, 0, len(stats))
+			for _, s := range stats {
+				if s.Rows > 0 {
+					rows = append(rows, status.StoreRows{Store: s.Store, Partition: s.Partition, Rows: s.Rows})
+				}
+			}
+			return rows, disk, err
+		},
+	})
+}
+
+// moduleVersion is weir's version in the running binary: the module's
+// version when weir is a dependency, "(devel)" when built in its checkout.
+func moduleVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	const path = "github.com/weirstream/weir"
+	if bi.Main.Path == path {
+		return bi.Main.Version
+	}
+	for _, d := range bi.Deps {
+		if d.Path == path {
+			return d.Version
+		}
+	}
+	return "unknown"
 }

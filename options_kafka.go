@@ -12,8 +12,9 @@ import (
 // and the admin client with its changelog restore reader. Each has weir's
 // default when not given (or given 0); New rejects a value out of its
 // bounds. There is deliberately no pass-through of arbitrary client
-// properties: weir's clients are sarama's, whose settings are not Kafka's,
-// and some Kafka settings (acks, enable.idempotence, isolation.level,
+// properties: weir runs on either of two client libraries (WithKafkaClient),
+// whose settings are not Kafka's and not each other's, and some Kafka
+// settings (acks, enable.idempotence, isolation.level,
 // transactional.id) are fixed by the processing guarantee.
 
 // Compression types for WithCompression (Kafka's compression.type values).
@@ -115,13 +116,13 @@ type KafkaClient string
 const (
 	// KafkaClientSarama is github.com/IBM/sarama, the design's client.
 	KafkaClientSarama KafkaClient = KafkaClient(kafka.ClientSarama)
-	// KafkaClientFranzGo is github.com/twmb/franz-go.
+	// KafkaClientFranzGo is github.com/twmb/franz-go, the default.
 	KafkaClientFranzGo KafkaClient = KafkaClient(kafka.ClientFranz)
 )
 
 // WithKafkaClient picks the client library under weir's Kafka connections.
 // Without it the environment variable WEIR_KAFKA_CLIENT ("sarama" or
-// "franz-go") decides, then weir's default, KafkaClientSarama. New rejects
+// "franz-go") decides, then weir's default, KafkaClientFranzGo. New rejects
 // another name. Behaviour and guarantees are the same on either: the
 // engines see only weir's own types.
 func WithKafkaClient(client KafkaClient) Option {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/status"
 )
 
 // State is an App's state, as Kafka Streams' KafkaStreams.State: what the
@@ -81,7 +82,10 @@ type stateTracker struct {
 	shown     Status
 	listener  func(State, Status)
 	metrics   *metrics.Metrics
-	now       func() time.Time
+	// events, if set, records each change of state and each assignment
+	// for the status page.
+	events *status.Events
+	now    func() time.Time
 	// commit is the number of the Commit in progress (0: none) and stall
 	// its timer (see committing).
 	commit     uint64
@@ -216,6 +220,11 @@ func (st *stateTracker) updateLocked() {
 	st.lmu.Lock()
 	st.mu.Unlock()
 	defer st.lmu.Unlock()
+	text := shown.String()
+	if now.Err != nil {
+		text += ": " + now.Err.Error()
+	}
+	st.events.Add(st.now(), "state", text)
 	if shown != old.State {
 		if m != nil {
 			m.SetState(shown.String())
@@ -236,8 +245,11 @@ func (st *stateTracker) hooks() runtime.Hooks {
 				st.committed()
 			}
 		},
-		Prepared:       func() { st.setIf(Rebalancing, Starting) },
-		Rebalanced:     func(int32) { st.setIf(Running, Starting, Rebalancing) },
+		Prepared: func() { st.setIf(Rebalancing, Starting) },
+		Rebalanced: func(generation int32) {
+			st.events.Add(st.now(), "rebalance", fmt.Sprintf("assignment of group generation %d", generation))
+			st.setIf(Running, Starting, Rebalancing)
+		},
 		Restoring:      st.setRestoring,
 		Rewound:        func(_ string, err error) { st.set(Retrying, err) },
 		CommitDeferred: func(err error) { st.set(Retrying, err) },

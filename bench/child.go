@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,10 +29,18 @@ import (
 type childArgs struct {
 	system, workload, in, out, app, dir string
 	brokers                             []string
+	// client is the weir rows' Kafka client from the row's name
+	// (splitClient); "" leaves it to WEIR_KAFKA_CLIENT.
+	client weir.KafkaClient
+	// status: the row serves its status page and a reader polls it
+	// (splitStatus).
+	status bool
 }
 
 // runChild runs one system until ctx is done (the parent sends SIGTERM).
 func runChild(ctx context.Context, a childArgs) error {
+	a.system, a.client = splitClient(a.system)
+	a.system, a.status = splitStatus(a.system)
 	switch a.system {
 	case sysCeilingALO:
 		return ceilingALO(ctx, a, nil)
@@ -42,6 +52,9 @@ func runChild(ctx context.Context, a childArgs) error {
 		return runGoka(ctx, a)
 	}
 	if run := extraChild(a.system); run != nil {
+		return run(ctx, a)
+	}
+	if run := pgChild(a.system); run != nil { // pgsink.go
 		return run(ctx, a)
 	}
 	return fmt.Errorf("unknown system %q", a.system)
@@ -93,6 +106,9 @@ func runWeir(ctx context.Context, a childArgs, extra ...weir.Option) error {
 		weir.WithEpochInterval(100 * time.Millisecond),
 	}
 	opts = append(opts, extra...)
+	if a.client != "" {
+		opts = append(opts, weir.WithKafkaClient(a.client))
+	}
 	if benchLinger != "" && !strings.Contains(a.system, "-mb-") { // see benchLinger
 		d, err := time.ParseDuration(benchLinger)
 		if err != nil {
@@ -118,12 +134,44 @@ func runWeir(ctx context.Context, a childArgs, extra ...weir.Option) error {
 		opts = append(opts, weir.WithGuarantee(weir.ExactlyOnce),
 			weir.WithMicroBatch(microbatch.Config{Trigger: microbatch.Continuously(), MaxRecordsPerBatch: maxRecords}))
 	}
+	if a.status {
+		opts = append(opts, weir.WithHTTP("127.0.0.1:0"))
+	}
 	app, err := weir.New(topo, opts...)
 	if err != nil {
 		return err
 	}
 	go writePhases(ctx, app.Metrics(), a.system+"-"+a.workload+"-"+filepath.Base(a.app))
+	if a.status {
+		go pollStatus(ctx, app)
+	}
 	return app.Run(ctx)
+}
+
+// pollStatus reads the status page's data every 2 s, as the page open in
+// a browser does, until ctx is done.
+func pollStatus(ctx context.Context, app *weir.App) {
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	var since int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		addr := app.HTTPAddr()
+		if addr == "" {
+			continue
+		}
+		resp, err := http.Get(fmt.Sprintf("http://%s/status/group?since=%d", addr, since))
+		if err != nil {
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		since = time.Now().UnixMilli() - 1000
+	}
 }
 
 func runGoka(ctx context.Context, a childArgs) error {

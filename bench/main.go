@@ -57,7 +57,7 @@ func main() {
 	latSystems := flag.String("latency-systems", strings.Join(all, ","), "systems whose stateless latency is measured")
 	keep := flag.Bool("keep", false, "keep the temporary directory (child logs, state dirs)")
 	outDir := flag.String("results", "results", "directory for latest.md and latency.png")
-	workloads := flag.String("workloads", wlStateless+","+wlWordCount, "throughput workloads to run")
+	workloads := flag.String("workloads", wlStateless+","+wlWordCount, "throughput workloads to run ("+wlPGSink+": the word count into PostgreSQL, WEIR_POSTGRES_DSN's; not by default)")
 	prof := profileFlags{
 		cpu:    flag.String("cpuprofile", os.Getenv(envCPUProfile), "directory for a CPU profile of every Go child (also $"+envCPUProfile+")"),
 		block:  flag.String("blockprofile", "", "directory for a block profile of every Go child (one event per 10 µs blocked)"),
@@ -160,12 +160,16 @@ func main() {
 		}
 		var order []string
 		for _, sys := range sysList {
-			if sys == "" || ((sys == sysGoka || cached(sys)) && wl != wlWordCount) {
+			if sys == "" || slices.Contains(pgSystems, sys) || ((sys == sysGoka || cached(sys)) && wl != wlWordCount) {
 				continue
 			}
 			order = append(order, sys)
 		}
 		rows = append(rows, h.rounds(ctx, wl, order)...)
+	}
+	var pgRows []pgRow // pgsink.go
+	if slices.Contains(strings.Split(*workloads, ","), wlPGSink) {
+		pgRows = h.pgRows(ctx, sysList)
 	}
 	var curves []curve
 	for _, sys := range latList {
@@ -187,6 +191,9 @@ func main() {
 
 	slices.SortStableFunc(rows, func(a, b row) int { return strings.Compare(a.workload, b.workload) })
 	md := renderTable(rows, brokerDesc, p, *quick)
+	if len(pgRows) > 0 {
+		md += renderPGTable(pgRows)
+	}
 	fmt.Print(md)
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		fatal(err)

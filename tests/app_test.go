@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weirstream/weir"
@@ -123,28 +122,43 @@ func countsSeen(t *testing.T, env *kafkatest.Env, topic string) map[string][]int
 
 func waitForCounts(t *testing.T, env *kafkatest.Env, topic string, want map[string]int64) map[string][]int64 {
 	t.Helper()
+	// The counts must keep moving: a loaded machine (the race detector,
+	// CI's two cores) may take minutes, a stuck instance never gets there.
+	// It fails after stall without a new count, or after 10 minutes.
+	const stall = 90 * time.Second
 	var seen map[string][]int64
-	ok := assert.Eventually(t, func() bool {
+	progress, lastMove, deadline := -1, time.Now(), time.Now().Add(10*time.Minute)
+	for {
 		seen = countsSeen(t, env, topic)
-		for w, n := range want {
+		done, n := true, 0
+		for w, want := range want {
 			s := seen[w]
-			if len(s) == 0 || s[len(s)-1] != n {
-				return false
+			n += len(s)
+			if len(s) == 0 || s[len(s)-1] != want {
+				done = false
 			}
 		}
-		return true
-	}, 90*time.Second, 250*time.Millisecond, "final counts never appeared")
-	if !ok {
-		for w, n := range want {
-			if s := seen[w]; len(s) == 0 || s[len(s)-1] != n {
-				t.Logf("word %s: want final count %d, saw %v", w, n, s)
-			}
+		if done {
+			return seen
 		}
-		// Show where every goroutine of the instances in this process is.
-		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
-		t.FailNow()
+		if n > progress {
+			progress, lastMove = n, time.Now()
+		}
+		if now := time.Now(); now.Sub(lastMove) > stall || now.After(deadline) {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
-	return seen
+	t.Errorf("final counts never appeared: no new count for %v (or 10 minutes in all)", stall)
+	for w, n := range want {
+		if s := seen[w]; len(s) == 0 || s[len(s)-1] != n {
+			t.Logf("word %s: want final count %d, saw %v", w, n, s)
+		}
+	}
+	// Show where every goroutine of the instances in this process is.
+	_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+	t.FailNow()
+	return nil
 }
 
 // Three instances of one application share 8 partitions. One stops

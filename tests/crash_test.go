@@ -18,7 +18,6 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/runtime"
-	"github.com/weirstream/weir/microbatch"
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/serde"
 	"github.com/weirstream/weir/statestore/badgerstore"
@@ -39,18 +38,7 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("child process of the crash tests")
 	}
 	env := func(k string) string { return os.Getenv("WEIR_CHILD_" + k) }
-	opts := []weir.Option{
-		weir.WithBrokers(strings.Split(env("BROKERS"), ",")...),
-		weir.WithApplicationID(env("APP")),
-		weir.WithStateDir(env("STATE_DIR")),
-		weir.WithGuarantee(weir.ExactlyOnce),
-		weir.WithSessionTimeout(3 * time.Second),
-		weir.WithHeartbeatInterval(300 * time.Millisecond),
-		weir.WithLogger(testLogger()),
-	}
-	if env("MODE") == "micro-batch" {
-		opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: 50}))
-	}
+	opts := childOptions(env)
 	if env("GUARANTEE") == "at-least-once" {
 		opts = append(opts, weir.WithGuarantee(weir.AtLeastOnce))
 	}
@@ -60,11 +48,28 @@ func TestCrashChild(t *testing.T) {
 	if n, err := strconv.Atoi(env("STANDBYS")); err == nil {
 		opts = append(opts, weir.WithStandbyReplicas(n))
 	}
+	if addr := env("HTTP"); addr != "" {
+		opts = append(opts, weir.WithHTTP(addr))
+	}
 	app, err := weir.New(wordCountTopology(t, env("IN"), env("OUT")), opts...)
 	require.NoError(t, err)
 	ctx, stop := signalContext()
 	defer stop()
 	require.NoError(t, app.Run(ctx))
+}
+
+// childOptions are a child instance's options from its environment
+// (env("BROKERS"), "APP", "STATE_DIR", "MODE"): exactly-once, short
+// session timeouts, micro-batches of 50 records in micro-batch mode.
+func childOptions(env func(string) string) []weir.Option {
+	return withMode(env("MODE"),
+		weir.WithBrokers(strings.Split(env("BROKERS"), ",")...),
+		weir.WithApplicationID(env("APP")),
+		weir.WithStateDir(env("STATE_DIR")),
+		weir.WithGuarantee(weir.ExactlyOnce),
+		weir.WithSessionTimeout(3*time.Second),
+		weir.WithHeartbeatInterval(300*time.Millisecond),
+		weir.WithLogger(testLogger()))
 }
 
 // child is a running child instance.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir"
@@ -44,9 +45,10 @@ func testUndeliveredOutputRewinds(t *testing.T, env *kafkatest.Env, in, out stri
 		When: func(kmsg.Request) bool { return leaderless.Load() },
 	})
 	defer noLeader.Remove()
+	outID := topicID(t, env, out)
 	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
-		if !writesTo(req.(*kmsg.ProduceRequest), out) || !broken.CompareAndSwap(false, true) {
+		if !writesTo(req.(*kmsg.ProduceRequest), out, outID) || !broken.CompareAndSwap(false, true) {
 			return nil, nil, false
 		}
 		leaderless.Store(true)
@@ -87,14 +89,31 @@ func inBothModes(t *testing.T, test func(t *testing.T, env *kafkatest.Env, in, o
 	})
 }
 
-// writesTo reports whether a Produce request carries records for topic.
-func writesTo(req *kmsg.ProduceRequest, topic string) bool {
+// writesTo reports whether a Produce request carries records for topic,
+// named or (Produce v13, franz-go's) by its id.
+func writesTo(req *kmsg.ProduceRequest, topic string, id [16]byte) bool {
 	for _, tp := range req.Topics {
-		if tp.Topic == topic {
+		if tp.Topic == topic || tp.TopicID == id && id != [16]byte{} {
 			return true
 		}
 	}
 	return false
+}
+
+// topicID returns the id of topic.
+func topicID(t *testing.T, env *kafkatest.Env, topic string) [16]byte {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...))
+	require.NoError(t, err)
+	defer cl.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(t.Context(), cl)
+	require.NoError(t, err)
+	require.Len(t, resp.Topics, 1)
+	return resp.Topics[0].TopicID
 }
 
 // A graceful stop while outputs wait in the producer's retries (their

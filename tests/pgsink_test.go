@@ -60,7 +60,7 @@ func sinkTopology(t *testing.T, in string) *topology.Topology {
 // sinkTables creates the tables of one test: <p>_counts (upsert, one row
 // per word) and <p>_audit (append, one row per line; a CHECK refuses lines
 // holding "poison") and returns the sinks writing them.
-func sinkTables(t *testing.T, pool *pgxpool.Pool, prefix string) (counts, audit *postgres.Sink) {
+func sinkTables(t *testing.T, pool *pgxpool.Pool, prefix string, tune ...func(*postgres.Config)) (counts, audit *postgres.Sink) {
 	t.Helper()
 	ctx := context.Background()
 	for _, stmt := range []string{
@@ -74,14 +74,21 @@ func sinkTables(t *testing.T, pool *pgxpool.Pool, prefix string) (counts, audit 
 		_, _ = pool.Exec(context.Background(), "DROP TABLE "+prefix+"_counts, "+prefix+"_audit")
 		_, _ = pool.Exec(context.Background(), "DELETE FROM "+postgres.DefaultProgressTable+" WHERE sink LIKE $1", prefix+"%")
 	})
-	return newSinks(t, pool, prefix)
+	return newSinks(t, pool, prefix, tune...)
 }
 
-// newSinks returns the sinks of the tables sinkTables created.
-func newSinks(t *testing.T, pool *pgxpool.Pool, prefix string) (counts, audit *postgres.Sink) {
+// newSinks returns the sinks of the tables sinkTables created; tune, if
+// given, changes both sinks' configurations.
+func newSinks(t *testing.T, pool *pgxpool.Pool, prefix string, tune ...func(*postgres.Config)) (counts, audit *postgres.Sink) {
 	t.Helper()
+	config := func(c postgres.Config) postgres.Config {
+		for _, f := range tune {
+			f(&c)
+		}
+		return c
+	}
 	var err error
-	counts, err = postgres.New(postgres.Config{
+	counts, err = postgres.New(config(postgres.Config{
 		Pool: pool, Mode: postgres.Upsert, Table: prefix + "_counts", Columns: []string{"word", "n"}, Key: []string{"word"},
 		ID: prefix + "-counts", RowsPerStatement: 7,
 		Row: func(r sink.Record) ([]any, error) {
@@ -91,11 +98,11 @@ func newSinks(t *testing.T, pool *pgxpool.Pool, prefix string) (counts, audit *p
 			n, err := serde.Int64().Deserialize("", r.Value)
 			return []any{string(r.Key), n}, err
 		},
-	})
+	}))
 	require.NoError(t, err)
-	audit, err = postgres.New(postgres.Config{
+	audit, err = postgres.New(config(postgres.Config{
 		Pool: pool, Mode: postgres.Append, Table: prefix + "_audit", Columns: []string{"line_key", "line"}, ID: prefix + "-audit",
-	})
+	}))
 	require.NoError(t, err)
 	return counts, audit
 }
@@ -103,33 +110,75 @@ func newSinks(t *testing.T, pool *pgxpool.Pool, prefix string) (counts, audit *p
 // tableCounts reads the counts table.
 func tableCounts(t *testing.T, pool *pgxpool.Pool, prefix string) map[string]int64 {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), "SELECT word, n FROM "+prefix+"_counts")
-	require.NoError(t, err)
-	out := map[string]int64{}
-	for rows.Next() {
-		var w string
-		var n int64
-		require.NoError(t, rows.Scan(&w, &n))
-		out[w] = n
-	}
-	require.NoError(t, rows.Err())
-	return out
+	return queryCounts[int64](t, pool, "SELECT word, n FROM "+prefix+"_counts")
 }
 
 // auditCounts reads how often each line key is in the audit table.
 func auditCounts(t *testing.T, pool *pgxpool.Pool, prefix string) map[string]int {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), "SELECT line_key, count(*) FROM "+prefix+"_audit GROUP BY line_key")
+	return queryCounts[int](t, pool, "SELECT line_key, count(*) FROM "+prefix+"_audit GROUP BY line_key")
+}
+
+// queryCounts runs a query of (text, number) rows into a map.
+func queryCounts[N int | int64](t *testing.T, pool *pgxpool.Pool, query string) map[string]N {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), query)
 	require.NoError(t, err)
-	out := map[string]int{}
+	out := map[string]N{}
 	for rows.Next() {
 		var k string
-		var n int
+		var n N
 		require.NoError(t, rows.Scan(&k, &n))
 		out[k] = n
 	}
 	require.NoError(t, rows.Err())
 	return out
+}
+
+// pgCase is one test's input topic, application id and tables.
+type pgCase struct {
+	in, appID, prefix string
+	counts, audit     *postgres.Sink
+}
+
+// newPGCase creates an input topic of the given partitions and the
+// tables of sinkTables under a fresh prefix (tune: as sinkTables').
+func newPGCase(t *testing.T, env *kafkatest.Env, pool *pgxpool.Pool, partitions int32, tune ...func(*postgres.Config)) pgCase {
+	t.Helper()
+	c := pgCase{in: kafkatest.Topic(t), appID: kafkatest.GroupID(t), prefix: fmt.Sprintf("pg%d", time.Now().UnixNano())}
+	kafkatest.CreateTopic(t, env, c.in, partitions)
+	c.counts, c.audit = sinkTables(t, pool, c.prefix, tune...)
+	return c
+}
+
+// withMode adds micro-batch mode's option (50 records a batch) to opts
+// when mode is "micro-batch".
+func withMode(mode string, opts ...weir.Option) []weir.Option {
+	if mode == "micro-batch" {
+		opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: 50}))
+	}
+	return opts
+}
+
+// requireTables checks the end of an exactly-once run: every word's row
+// is its count over the whole input, and the audit table holds lines
+// distinct lines, each once.
+func requireTables(t *testing.T, pool *pgxpool.Pool, prefix string, want map[string]int64, lines int) {
+	t.Helper()
+	require.Equal(t, want, tableCounts(t, pool, prefix), "every word's row is its count over the whole input")
+	requireAuditOnce(t, pool, prefix, lines)
+}
+
+// requireAuditOnce checks that the audit table holds lines distinct
+// lines, each once, and returns them.
+func requireAuditOnce(t *testing.T, pool *pgxpool.Pool, prefix string, lines int) map[string]int {
+	t.Helper()
+	audited := auditCounts(t, pool, prefix)
+	require.Len(t, audited, lines)
+	for k, n := range audited {
+		require.Equal(t, 1, n, "line %s is in the audit table %d times", k, n)
+	}
+	return audited
 }
 
 // Two instances count words into PostgreSQL (upsert) and keep every line
@@ -156,19 +205,11 @@ func TestPostgresSinkExactlyOnce(t *testing.T) {
 }
 
 func testPostgresSink(t *testing.T, env *kafkatest.Env, pool *pgxpool.Pool, g weir.Guarantee, mode string) {
-	in := kafkatest.Topic(t)
-	kafkatest.CreateTopic(t, env, in, 4)
-	appID := kafkatest.GroupID(t)
-	prefix := fmt.Sprintf("pg%d", time.Now().UnixNano())
-	counts, audit := sinkTables(t, pool, prefix)
+	c := newPGCase(t, env, pool, 4)
+	in, appID, prefix := c.in, c.appID, c.prefix
 	topo := sinkTopology(t, in)
-	opts := []weir.Option{
-		weir.WithGuarantee(g), weir.WithSink("counts", counts), weir.WithSink("audit", audit),
-		weir.WithBadRecordPolicy(weir.DeadLetter),
-	}
-	if mode == "micro-batch" {
-		opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: 50}))
-	}
+	opts := withMode(mode, weir.WithGuarantee(g), weir.WithSink("counts", c.counts), weir.WithSink("audit", c.audit),
+		weir.WithBadRecordPolicy(weir.DeadLetter))
 	vocab := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
 	want := map[string]int64{}
 	lines := 200 + 1 + 100 + 100 + 200 // the lines produced below, poison included
@@ -205,7 +246,7 @@ func testPostgresSink(t *testing.T, env *kafkatest.Env, pool *pgxpool.Pool, g we
 	produceLines(t, env, in, 10_000, 100, vocab, want)
 	require.NoError(t, a.stop(t))
 	produceLines(t, env, in, 20_000, 100, vocab, want)
-	c := startInstance(t, topo, env, appID, opts...) // an empty state dir
+	d := startInstance(t, topo, env, appID, opts...) // an empty state dir
 	produceLines(t, env, in, 30_000, 200, vocab, want)
 	if g == weir.ExactlyOnce {
 		waitForTable(t, pool, prefix, want)
@@ -214,7 +255,7 @@ func testPostgresSink(t *testing.T, env *kafkatest.Env, pool *pgxpool.Pool, g we
 		waitForTableAtLeast(t, pool, prefix, want)
 	}
 	require.NoError(t, b.stop(t))
-	require.NoError(t, c.stop(t))
+	require.NoError(t, d.stop(t))
 
 	got := tableCounts(t, pool, prefix)
 	if g == weir.ExactlyOnce {
@@ -228,11 +269,7 @@ func testPostgresSink(t *testing.T, env *kafkatest.Env, pool *pgxpool.Pool, g we
 			require.GreaterOrEqual(t, got[w], n, "word %s: nothing is lost", w)
 		}
 	}
-	audited := auditCounts(t, pool, prefix)
-	require.Len(t, audited, lines-1, "every line but the poison one is in the audit table")
-	for k, n := range audited {
-		require.Equal(t, 1, n, "line %s is in the audit table %d times", k, n)
-	}
+	audited := requireAuditOnce(t, pool, prefix, lines-1) // every line but the poison one
 	require.NotContains(t, audited, "200", "the poison line was refused")
 	dlq := kafkatest.ReadCommitted(t, env, runtime.DeadLetterTopic(in))
 	if g == weir.ExactlyOnce {
@@ -260,36 +297,31 @@ func waitForAudit(t *testing.T, pool *pgxpool.Pool, prefix string, n int) {
 // waitForTableAtLeast waits until every word's row is at least want's.
 func waitForTableAtLeast(t *testing.T, pool *pgxpool.Pool, prefix string, want map[string]int64) {
 	t.Helper()
-	var got map[string]int64
-	ok := assertEventually(func() bool {
-		got = tableCounts(t, pool, prefix)
-		for w, n := range want {
-			if got[w] < n {
-				return false
-			}
-		}
-		return true
-	}, 90*time.Second)
-	if !ok {
-		t.Fatalf("the counts table never reached the counts of the input:\n got  %v\n want at least %v", got, want)
-	}
+	waitForTableCounts(t, pool, prefix, want, "at least", func(got, want int64) bool { return got >= want })
 }
 
 // waitForTable waits until the counts table holds want.
 func waitForTable(t *testing.T, pool *pgxpool.Pool, prefix string, want map[string]int64) {
 	t.Helper()
+	waitForTableCounts(t, pool, prefix, want, "", func(got, want int64) bool { return got == want })
+}
+
+// waitForTableCounts waits until ok holds for every word's row and its count
+// in want.
+func waitForTableCounts(t *testing.T, pool *pgxpool.Pool, prefix string, want map[string]int64, how string, ok func(got, want int64) bool) {
+	t.Helper()
 	var got map[string]int64
-	ok := assertEventually(func() bool {
+	done := assertEventually(func() bool {
 		got = tableCounts(t, pool, prefix)
 		for w, n := range want {
-			if got[w] != n {
+			if !ok(got[w], n) {
 				return false
 			}
 		}
 		return true
 	}, 90*time.Second)
-	if !ok {
-		t.Fatalf("the counts table never reached the counts of the input:\n got  %v\n want %v", got, want)
+	if !done {
+		t.Fatalf("the counts table never reached the counts of the input:\n got  %v\n want %s %v", got, how, want)
 	}
 }
 
@@ -316,45 +348,32 @@ func TestPostgresSinkFencesAnOlderOwner(t *testing.T) {
 	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
 	for _, mode := range []string{"continuous", "micro-batch"} {
 		t.Run(mode, func(t *testing.T) {
-			in := kafkatest.Topic(t)
-			kafkatest.CreateTopic(t, env, in, 2)
-			appID := kafkatest.GroupID(t)
-			prefix := fmt.Sprintf("pg%d", time.Now().UnixNano())
-			counts, audit := sinkTables(t, pool, prefix)
+			c := newPGCase(t, env, pool, 2)
 			var fenced atomic.Int64
-			opts := []weir.Option{
-				weir.WithGuarantee(weir.ExactlyOnce), weir.WithSink("counts", counts), weir.WithSink("audit", audit),
+			opts := withMode(mode,
+				weir.WithGuarantee(weir.ExactlyOnce), weir.WithSink("counts", c.counts), weir.WithSink("audit", c.audit),
 				weir.WithErrorHandler(func(err error) {
 					if errors.Is(err, sink.ErrFenced) {
 						fenced.Add(1)
 					}
-				}),
-			}
-			if mode == "micro-batch" {
-				opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: 50}))
-			}
+				}))
 			vocab := []string{"a", "b", "c", "d"}
 			want := map[string]int64{}
-			a := startInstance(t, sinkTopology(t, in), env, appID, opts...)
-			produceLines(t, env, in, 0, 100, vocab, want)
-			waitForTable(t, pool, prefix, want)
+			a := startInstance(t, sinkTopology(t, c.in), env, c.appID, opts...)
+			produceLines(t, env, c.in, 0, 100, vocab, want)
+			waitForTable(t, pool, c.prefix, want)
 
 			var gen int32
 			require.NoError(t, pool.QueryRow(context.Background(),
-				"SELECT generation FROM "+postgres.DefaultProgressTable+" WHERE sink = $1 AND task = '0_0'", prefix+"-audit").Scan(&gen))
-			_, err := audit.Claim(context.Background(), "audit", sink.Task{Subtopology: 0, Partition: 0}, gen+1)
+				"SELECT generation FROM "+postgres.DefaultProgressTable+" WHERE sink = $1 AND task = '0_0'", c.prefix+"-audit").Scan(&gen))
+			_, err := c.audit.Claim(context.Background(), "audit", sink.Task{Subtopology: 0, Partition: 0}, gen+1)
 			require.NoError(t, err)
 
-			produceLines(t, env, in, 100, 100, vocab, want)
-			waitForTable(t, pool, prefix, want)
+			produceLines(t, env, c.in, 100, 100, vocab, want)
+			waitForTable(t, pool, c.prefix, want)
 			require.NoError(t, a.stop(t))
 			require.Positive(t, fenced.Load(), "the older owner's write was refused")
-			require.Equal(t, want, tableCounts(t, pool, prefix))
-			lines := auditCounts(t, pool, prefix)
-			require.Len(t, lines, 200)
-			for k, n := range lines {
-				require.Equal(t, 1, n, "line %s is in the audit table %d times", k, n)
-			}
+			requireTables(t, pool, c.prefix, want, 200)
 		})
 	}
 }
@@ -399,40 +418,26 @@ func TestPostgresSinkWaitsOutAnOutage(t *testing.T) {
 	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
 	for _, mode := range []string{"continuous", "micro-batch"} {
 		t.Run(mode, func(t *testing.T) {
-			in := kafkatest.Topic(t)
-			kafkatest.CreateTopic(t, env, in, 4)
-			appID := kafkatest.GroupID(t)
-			prefix := fmt.Sprintf("pg%d", time.Now().UnixNano())
-			counts, audit := sinkTables(t, pool, prefix)
+			c := newPGCase(t, env, pool, 4)
 			var until, failed atomic.Int64
-			opts := []weir.Option{
-				weir.WithGuarantee(weir.ExactlyOnce),
-				weir.WithSink("counts", outageSink{counts, &until, &failed}),
-				weir.WithSink("audit", outageSink{audit, &until, &failed}),
-			}
-			if mode == "micro-batch" {
-				opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: 50}))
-			}
+			opts := withMode(mode, weir.WithGuarantee(weir.ExactlyOnce),
+				weir.WithSink("counts", outageSink{c.counts, &until, &failed}),
+				weir.WithSink("audit", outageSink{c.audit, &until, &failed}))
 			vocab := []string{"a", "b", "c", "d", "e"}
 			want := map[string]int64{}
-			a := startInstance(t, sinkTopology(t, in), env, appID, opts...)
-			produceLines(t, env, in, 0, 100, vocab, want)
-			waitForTable(t, pool, prefix, want)
+			a := startInstance(t, sinkTopology(t, c.in), env, c.appID, opts...)
+			produceLines(t, env, c.in, 0, 100, vocab, want)
+			waitForTable(t, pool, c.prefix, want)
 
 			until.Store(time.Now().Add(12 * time.Second).UnixNano())
 			for i := range 6 {
-				produceLines(t, env, in, 100+100*i, 100, vocab, want)
+				produceLines(t, env, c.in, 100+100*i, 100, vocab, want)
 				time.Sleep(2 * time.Second)
 			}
-			waitForTable(t, pool, prefix, want)
+			waitForTable(t, pool, c.prefix, want)
 			require.NoError(t, a.stop(t))
 			require.Positive(t, failed.Load(), "the outage failed calls")
-			require.Equal(t, want, tableCounts(t, pool, prefix))
-			lines := auditCounts(t, pool, prefix)
-			require.Len(t, lines, 700)
-			for k, n := range lines {
-				require.Equal(t, 1, n, "line %s is in the audit table %d times", k, n)
-			}
+			requireTables(t, pool, c.prefix, want, 700)
 		})
 	}
 }
@@ -450,19 +455,7 @@ func TestPostgresSinkCrashChild(t *testing.T) {
 	env := func(k string) string { return os.Getenv("WEIR_CHILD_" + k) }
 	pool := postgresPool(t)
 	counts, audit := newSinks(t, pool, env("PREFIX"))
-	opts := []weir.Option{
-		weir.WithBrokers(strings.Split(env("BROKERS"), ",")...),
-		weir.WithApplicationID(env("APP")),
-		weir.WithStateDir(env("STATE_DIR")),
-		weir.WithGuarantee(weir.ExactlyOnce),
-		weir.WithSessionTimeout(3 * time.Second),
-		weir.WithHeartbeatInterval(300 * time.Millisecond),
-		weir.WithLogger(testLogger()),
-		weir.WithSink("counts", counts), weir.WithSink("audit", audit),
-	}
-	if env("MODE") == "micro-batch" {
-		opts = append(opts, weir.WithMicroBatch(microbatch.Config{MaxRecordsPerBatch: 50}))
-	}
+	opts := append(childOptions(env), weir.WithSink("counts", counts), weir.WithSink("audit", audit))
 	app, err := weir.New(sinkTopology(t, env("IN")), opts...)
 	require.NoError(t, err)
 	ctx, stop := signalContext()
@@ -497,11 +490,8 @@ func TestPostgresSinkSurvivesSIGKILL(t *testing.T) {
 	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
 	for _, mode := range []string{"continuous", "micro-batch"} {
 		t.Run(mode, func(t *testing.T) {
-			in := kafkatest.Topic(t)
-			kafkatest.CreateTopic(t, env, in, 4)
-			appID := kafkatest.GroupID(t)
-			prefix := fmt.Sprintf("pg%d", time.Now().UnixNano())
-			sinkTables(t, pool, prefix)
+			c := newPGCase(t, env, pool, 4)
+			in, appID, prefix := c.in, c.appID, c.prefix
 			vocab := []string{"a", "b", "c", "d", "e", "f"}
 			want := map[string]int64{}
 			dirA, dirB := t.TempDir(), t.TempDir()
@@ -530,12 +520,7 @@ func TestPostgresSinkSurvivesSIGKILL(t *testing.T) {
 			waitForTable(t, pool, prefix, want)
 			a.stop(t)
 			b.stop(t)
-			require.Equal(t, want, tableCounts(t, pool, prefix), "every word's row is its count over the whole input")
-			lines := auditCounts(t, pool, prefix)
-			require.Len(t, lines, next)
-			for k, n := range lines {
-				require.Equal(t, 1, n, "line %s is in the audit table %d times", k, n)
-			}
+			requireTables(t, pool, prefix, want, next)
 		})
 	}
 }

@@ -313,6 +313,10 @@ func testQueryChurn(t *testing.T, env *kafkatest.Env, mode weir.Mode, churnFor t
 			tl.causes[fmt.Sprintf("%d %s", a.status, a.cause)]++
 		}
 	}
+	if len(tooks) == 0 {
+		t.Fatalf("%s: no query was answered in %s of churn (%d kills, %d restarts): 503s by cause %v, %v", mode, churnFor, kills, restarts,
+			tallies[false].causes, tallies[true].causes)
+	}
 	slices.Sort(tooks)
 	t.Logf("%s: %d kills, %d restarts in %s; %d inconsistent answers; answer latency p50 %s, p99 %s", mode, kills, restarts, churnFor, inconsistent,
 		tooks[len(tooks)/2].Round(time.Millisecond), tooks[len(tooks)*99/100].Round(time.Millisecond))

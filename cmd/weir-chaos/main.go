@@ -13,6 +13,7 @@
 //	go run ./cmd/weir-chaos -brokers $KAFKA_BROKERS -nodes scripts/kafka/node.sh   # a KAFKA_NODES=3 cluster, with broker faults
 //	go run ./cmd/weir-chaos -modes continuous -guarantees exactly-once -records 200000 -kills 10 -seed 7
 //	go run ./cmd/weir-chaos -queries -kills 20                  # query availability under kills (issue 24)
+//	go run ./cmd/weir-chaos -net-faults 3 -disk-faults 3        # network and disk faults too (issue 43)
 //
 // With -queries the instances serve interactive queries (with standby
 // replicas) while a client asks them every 50 ms, and the events are
@@ -62,6 +63,8 @@ func run() int {
 	rebalances := flag.Int("rebalances", 4, "membership changes by graceful leaves and joins per scenario")
 	stalls := flag.Int("stalls", 1, "members stalled past their session timeout per scenario")
 	faults := flag.Int("faults", 5, "broker faults per scenario (on kfake, or on a real cluster with -nodes)")
+	netFaults := flag.Int("net-faults", 0, "network faults per scenario, each drawn from the seed: a broker unreachable from one instance only, or delay and loss on one broker's port (the instances then reach the brokers through loopback proxies of the runner)")
+	diskFaults := flag.Int("disk-faults", 0, "disk faults per scenario, each drawn from the seed: a stopped instance's state dir damaged (random bytes in .sst/.vlog, files cut to half, MANIFEST overwritten) before its restart, or its volume filled")
 	nodes := flag.String("nodes", "", "script that controls the brokers of the -brokers cluster (scripts/kafka/node.sh of a KAFKA_NODES=3 cluster): broker faults then kill, stall and restart them")
 	gap := flag.Duration("gap", 2*time.Second, "mean time between events (each drawn from the seed between half and one and a half of it)")
 	converge := flag.Duration("converge", 3*time.Minute, "bound on the wait for complete output after the last event")
@@ -111,7 +114,7 @@ func run() int {
 	base := chaos.Config{
 		Name: "kafka", Exe: []string{exe}, WorkDir: dir, Records: *records, Kills: *kills,
 		Rebalances: *rebalances, Stalls: *stalls, Faults: *faults, Seed: *seed, Gap: *gap, Converge: *converge,
-		Queries: *queries, Static: *static, Extended: *extended,
+		Queries: *queries, Static: *static, Extended: *extended, NetFaults: *netFaults, DiskFaults: *diskFaults,
 	}
 	if !*quiet {
 		base.Log = os.Stderr
@@ -131,6 +134,10 @@ func run() int {
 		}
 		defer b.Close()
 		base.Name, base.Brokers, base.Cluster = "kfake", b.Addrs(), kfakehook.Cluster(b)
+	}
+	// A runner killed during a full-volume disk fault leaves its filler.
+	for _, f := range chaos.RemoveLeftovers(dir, *work, os.TempDir()) {
+		fmt.Fprintln(os.Stderr, "weir-chaos: removed a volume filler left by an earlier run:", f)
 	}
 	fmt.Fprintf(os.Stderr, "weir-chaos: brokers %v, seed %d, work dir %s\n", base.Brokers, *seed, dir)
 	failed := false

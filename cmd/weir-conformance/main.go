@@ -1,7 +1,7 @@
 // Command weir-conformance checks weir's DSL operators against Kafka
-// Streams 4.4: it runs every script under conformance/scripts through
+// Streams 4.4: it runs every script under internal/conformance/scripts through
 // Kafka Streams' TopologyTestDriver (the Java oracle in
-// conformance/kstreams, built with Maven) and through weir's topologytest,
+// internal/conformance/kstreams, built with Maven) and through weir's topologytest,
 // and prints one line per script:
 //
 //	conformance op=tumbling script=out-of-order-max-ts result=PASS
@@ -27,11 +27,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weirstream/weir/conformance"
+	"github.com/weirstream/weir/internal/conformance"
 )
 
 func main() {
-	dir := flag.String("dir", "conformance", "the conformance directory: scripts/ and kstreams/")
+	dir := flag.String("dir", "internal/conformance", "the conformance directory: scripts/ and kstreams/")
 	run := flag.String("run", "", "only the scripts whose path matches this regular expression")
 	record := flag.Bool("record", false, "write Kafka Streams' output into the scripts as their expected output")
 	weirOnly := flag.Bool("weir-only", false, "check weir against the recorded output; do not run Kafka Streams")

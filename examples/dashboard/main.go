@@ -1,12 +1,15 @@
-// Command dashboard counts words with weir and answers queries about the
-// counts over HTTP: two instances share the partitions, and each answers
-// for every word, forwarding to the instance that counts it.
+// Command dashboard counts words with weir, shows the application's status
+// page and answers queries about the counts over HTTP: two instances share
+// the partitions, each answers for every word (forwarding to the instance
+// that counts it), and each serves the status page of the whole group at
+// its root, http://127.0.0.1:8080/.
 //
-//	go run ./examples/dashboard                          # embedded broker and demo text; serves until Ctrl-C
+//	go run ./examples/dashboard                          # embedded broker, demo text written on and on; serves until Ctrl-C
 //	go run ./examples/dashboard -brokers localhost:9092  # a real cluster (add -demo to write the demo text)
 //
 // The instances listen on 127.0.0.1:8080 and 127.0.0.1:8081 (-http, -http2);
-// see README.md for the curl lines to try.
+// -rate sets how many demo lines a second are written after the first
+// pass (0: none). See README.md for the curl lines to try.
 package main
 
 import (
@@ -49,6 +52,7 @@ type options struct {
 	brokers   []string // empty: an embedded broker
 	demo      bool     // write the demo text (always with the embedded broker)
 	httpAddrs []string // one instance per address
+	rate      int      // demo lines a second written once ready (0: none)
 	stateDir  string
 	log       *slog.Logger
 }
@@ -58,13 +62,14 @@ func main() {
 	demo := flag.Bool("demo", false, "with -brokers: write the demo text to "+textTopic)
 	addr1 := flag.String("http", "127.0.0.1:8080", "HTTP address of the first instance")
 	addr2 := flag.String("http2", "127.0.0.1:8081", "HTTP address of the second instance (empty: run one)")
+	rate := flag.Int("rate", 20, "demo lines a second written once the instances are ready, so the status page's charts move (0: none)")
 	verbose := flag.Bool("v", false, "log at debug level")
 	flag.Parse()
 	level := slog.LevelWarn
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	opts := options{demo: *demo, httpAddrs: []string{*addr1}, log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))}
+	opts := options{demo: *demo, rate: *rate, httpAddrs: []string{*addr1}, log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))}
 	if *addr2 != "" {
 		opts.httpAddrs = append(opts.httpAddrs, *addr2)
 	}
@@ -74,7 +79,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, opts, func(addrs []string) {
-		fmt.Printf("instances serving on %s; try the curl lines of examples/dashboard/README.md, e.g.\n", strings.Join(addrs, " and "))
+		fmt.Printf("instances serving on %s\n", strings.Join(addrs, " and "))
+		fmt.Printf("the status page of the group: http://%s/\n", addrs[0])
+		fmt.Printf("queries: the curl lines of examples/dashboard/README.md, e.g.\n")
 		fmt.Printf("  curl -s http://%s/stores/counts/keys/stream\n", addrs[0])
 		fmt.Println("Ctrl-C stops.")
 	}); err != nil {
@@ -162,6 +169,13 @@ func run(ctx context.Context, o options, ready func(addrs []string)) error {
 		return errors.Join(err, stopAll())
 	}
 	ready(addrs)
+	if o.demo && o.rate > 0 {
+		go func() {
+			if err := writeOn(runCtx, brokers, o.rate); err != nil && runCtx.Err() == nil {
+				o.log.Warn("dashboard: writing demo text", "err", err)
+			}
+		}()
+	}
 	<-ctx.Done()
 	return stopAll()
 }
@@ -235,6 +249,34 @@ func demoCounts() map[string]int64 {
 		}
 	}
 	return m
+}
+
+// writeOn writes the demo text again and again, rate lines a second, until
+// ctx ends: the word count keeps running and the status page's charts move.
+func writeOn(ctx context.Context, brokers []string, rate int) error {
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V2_8_0_0
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Return.Successes = true
+	producer, err := sarama.NewSyncProducer(brokers, cfg)
+	if err != nil {
+		return err
+	}
+	defer producer.Close()
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		line := demoText[i%len(demoText)]
+		msg := &sarama.ProducerMessage{Topic: textTopic, Key: sarama.StringEncoder(fmt.Sprint(i)), Value: sarama.StringEncoder(line)}
+		if _, _, err := producer.SendMessage(msg); err != nil {
+			return err
+		}
+	}
 }
 
 // prepareInput creates the topics if needed and writes the demo text, with

@@ -31,7 +31,7 @@ func record(topic, key string, value *string, at string) input {
 }
 
 // demoInput is the README's input, also the conformance script
-// conformance/scripts/port-orders/readme.json (main_test.go checks both).
+// internal/conformance/scripts/port-orders/readme.json (main_test.go checks both).
 var demoInput = []input{
 	customer("c1", "Ann,EU", "08:00"),
 	customer("c2", "Bob,US", "08:00"),

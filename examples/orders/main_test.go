@@ -12,14 +12,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weirstream/weir/conformance"
 	"github.com/weirstream/weir/examples/orders/pipeline"
+	"github.com/weirstream/weir/internal/conformance"
 	"github.com/weirstream/weir/topologytest"
 )
 
 // readmeScript is the conformance script of the README's input, with
 // Kafka Streams' output for it recorded by the oracle.
-const readmeScript = "../../conformance/scripts/port-orders/readme.json"
+const readmeScript = "../../internal/conformance/scripts/port-orders/readme.json"
 
 // transcript prints inputs as the demo does, each followed by the outputs
 // it caused.
@@ -130,7 +130,7 @@ func TestReadmeCodeIsTheCode(t *testing.T) {
 	require.NoError(t, err)
 	sources := map[string]string{
 		"go":   "pipeline/pipeline.go",
-		"java": "../../conformance/kstreams/src/main/java/weirconformance/OrdersPort.java",
+		"java": "../../internal/conformance/kstreams/src/main/java/weirconformance/OrdersPort.java",
 	}
 	blocks := map[string]int{}
 	for lang, file := range sources {
@@ -192,9 +192,9 @@ func TestReadmeCommands(t *testing.T) {
 			}
 		case "./cmd/weir-conformance":
 			program = "../../cmd/weir-conformance/main.go"
-			require.DirExists(t, "../../conformance/scripts/port-orders")
-		case "./conformance":
-			require.Equal(t, "go test ./conformance", cmd)
+			require.DirExists(t, "../../internal/conformance/scripts/port-orders")
+		case "./internal/conformance":
+			require.Equal(t, "go test ./internal/conformance", cmd)
 			continue
 		default:
 			t.Fatalf("README.md shows %q, which no test exercises", cmd)

@@ -49,6 +49,34 @@ func TestSmoke(t *testing.T) {
 	require.True(t, strings.HasSuffix(res.String(), "result=PASS"), res.String())
 }
 
+// The smoke scenario with the PostgreSQL branches (pgsink.go), when
+// WEIR_POSTGRES_DSN names a database: in both modes, the verifier checks
+// the tables too.
+func TestSmokePostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	if os.Getenv("WEIR_POSTGRES_DSN") == "" {
+		t.Skip("WEIR_POSTGRES_DSN is not set (scripts/postgres/start.sh starts a server)")
+	}
+	t.Setenv(chaos.PostgresEnv, "1") // the children inherit it
+	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
+	for _, mode := range []string{"continuous", "micro-batch"} {
+		t.Run(mode, func(t *testing.T) {
+			var log strings.Builder
+			res := chaos.Run(t.Context(), chaos.Config{
+				Name: "smoke-pg", Brokers: env.Brokers, Cluster: env.Cluster(),
+				Exe: []string{os.Args[0], "-test.run=^$"}, WorkDir: t.TempDir(),
+				Mode: mode, Guarantee: "exactly-once",
+				Records: 3000, Kills: 1, Rebalances: 2, Faults: 1, Seed: 1, Log: &log,
+			})
+			t.Log(log.String())
+			require.Empty(t, res.Problems)
+			require.True(t, res.Pass(), res.String())
+		})
+	}
+}
+
 // The input has the promised share of bad records, and the per-key
 // sequence numbers count every record of the key.
 func TestGenerate(t *testing.T) {

@@ -51,6 +51,9 @@ type ChildConfig struct {
 	// InstanceID, if set, makes the instance a static group member
 	// (WithInstanceID): one id per member slot, kept across restarts.
 	InstanceID string `json:"instanceID,omitempty"`
+	// MinFreeDisk, if set, is the instance's WithMinFreeDisk (the
+	// full-volume disk fault, diskfaults.go).
+	MinFreeDisk int64 `json:"minFreeDisk,omitempty"`
 }
 
 // IsChild reports whether this process is a chaos child instance (started
@@ -92,6 +95,9 @@ func RunChild() error {
 	if cfg.InstanceID != "" {
 		opts = append(opts, weir.WithInstanceID(cfg.InstanceID))
 	}
+	if cfg.MinFreeDisk != 0 {
+		opts = append(opts, weir.WithMinFreeDisk(cfg.MinFreeDisk))
+	}
 	if cfg.Mode == weir.MicroBatch.String() {
 		mb := microbatch.Config{MaxRecordsPerBatch: cmp.Or(cfg.MaxRecordsPerBatch, 2000)}
 		if cfg.AvailableNow {
@@ -99,7 +105,12 @@ func RunChild() error {
 		}
 		opts = append(opts, weir.WithMicroBatch(mb))
 	}
-	app, err := weir.New(topo, opts...)
+	pgOpts, closePG, err := postgresOptions(ctx, cfg.Topics) // with WEIR_POSTGRES_DSN (pgsink.go)
+	if err != nil {
+		return err
+	}
+	defer closePG()
+	app, err := weir.New(topo, append(opts, pgOpts...)...)
 	if err != nil {
 		return err
 	}
@@ -230,6 +241,10 @@ type member struct {
 	allDirs []string
 	p       *proc
 	starts  int
+	// proxy is the member's way to the brokers (network faults only).
+	proxy *netProxy
+	// minFreeDisk is the next start's WithMinFreeDisk (0: the default).
+	minFreeDisk int64
 }
 
 func (m *member) running() bool { return m.p != nil && !m.p.exited() }

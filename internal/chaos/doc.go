@@ -26,6 +26,16 @@
 // join's last windows (endofrun.go); the verifier skips the reserved
 // accounts' outputs but counts them in the region totals.
 //
+// Network faults (Config.NetFaults, netfaults.go) cut one broker off from
+// one instance only, or add delay and loss to one broker's port, on the
+// loopback routes of per-instance proxies that rewrite the brokers'
+// addresses in the answers that carry them (netproxy.go); disk faults
+// (Config.DiskFaults, diskfaults.go) damage a stopped instance's state
+// dir — random bytes in its tables and value logs, the files cut to half,
+// the MANIFEST overwritten — before its restart, or fill its volume. The
+// verifier is the same: the output stays exact, and no instance may exit
+// by itself.
+//
 // A micro-batch scenario ends with a bounded phase: the last tenth of the
 // input arrives with every instance stopped, and three AvailableNow
 // instances, one killed and restarted on the way, must process it and exit
@@ -56,6 +66,13 @@
 // checkpoint, replayed by weir's writer-generation rule — what a restore
 // from it holds — equals the recomputation. At-least-once scenarios report
 // duplicates without failing on them; exactly-once scenarios fail on any.
+//
+// With WEIR_CHAOS_POSTGRES=1 and WEIR_POSTGRES_DSN set, the workload
+// also writes each account's
+// running aggregate (upsert) and every input it aggregates (append)
+// through weir's PostgreSQL sink, and the verifier checks the tables:
+// every account's row its final fold, every good input's id once
+// (pgsink.go, verify_postgres.go).
 //
 // # Usage
 //

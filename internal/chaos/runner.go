@@ -51,6 +51,13 @@ type Config struct {
 	// or with Nodes a real cluster's brokers killed, stalled and restarted)
 	// the events.
 	Records, Kills, Rebalances, Stalls, Faults int
+	// NetFaults and DiskFaults are the network faults (netfaults.go: a
+	// broker unreachable from one instance, delay and loss on a broker's
+	// port) and the disk faults (diskfaults.go: a stopped instance's
+	// state dir damaged, a volume that fills), each of a kind drawn from
+	// the seed. With NetFaults the instances reach the brokers through
+	// proxies of the runner (netproxy.go).
+	NetFaults, DiskFaults int
 	// Seed drives the input and the events.
 	Seed uint64
 	// Gap is the mean time between events (2s if zero); each gap is drawn
@@ -83,6 +90,7 @@ type Result struct {
 	Config                                           Config
 	Duplicates, Lost, AggregateMismatches, DLQ       int
 	Kills, Rebalances, Stalls, Faults, FaultsInvoked int
+	NetFaults, DiskFaults                            int
 	Elapsed                                          time.Duration
 	Problems                                         []string
 	// Queries is the query client's report (query scenarios only).
@@ -105,9 +113,9 @@ func (r Result) String() string {
 	}
 	c := r.Config
 	return fmt.Sprintf("scenario=%s mode=%s guarantee=%s records=%d duplicates=%d lost=%d aggregate_mismatches=%d dlq=%d"+
-		" seed=%d kills=%d rebalances=%d stalls=%d broker_faults=%d elapsed=%s result=%s",
+		" seed=%d kills=%d rebalances=%d stalls=%d broker_faults=%d net_faults=%d disk_faults=%d elapsed=%s result=%s",
 		c.Name, c.Mode, c.Guarantee, c.Records, r.Duplicates, r.Lost, r.AggregateMismatches, r.DLQ,
-		c.Seed, r.Kills, r.Rebalances, r.Stalls, r.Faults, r.Elapsed.Round(time.Second), res)
+		c.Seed, r.Kills, r.Rebalances, r.Stalls, r.Faults, r.NetFaults, r.DiskFaults, r.Elapsed.Round(time.Second), res)
 }
 
 // scenario is one Run in progress.
@@ -165,6 +173,7 @@ func Run(ctx context.Context, cfg Config) Result {
 			_ = m.p.kill()
 		}
 	}
+	s.closeProxies()
 	if s.app != "" && s.res.Pass() {
 		// A passed scenario's topics go: every broker restart recovers
 		// every partition it holds, and on a cluster that had accumulated
@@ -241,6 +250,13 @@ func (s *scenario) run(ctx context.Context) error {
 		m := &member{name: fmt.Sprintf("m%d", i), slot: i}
 		m.newDir(filepath.Join(s.cfg.WorkDir, s.app))
 		s.members = append(s.members, m)
+	}
+	if s.cfg.NetFaults > 0 {
+		if err := s.startProxies(); err != nil {
+			return err
+		}
+	}
+	for _, m := range s.members {
 		if err := s.startMember(m); err != nil {
 			return err
 		}
@@ -447,12 +463,24 @@ func (s *scenario) plan() []func(context.Context) error {
 			evs = append(evs, func(ctx context.Context) error { return s.fault(ctx, f) })
 		}
 	}
+	for range s.cfg.NetFaults {
+		kind := netFaultKinds[s.rng.IntN(len(netFaultKinds))]
+		evs = append(evs, func(ctx context.Context) error { return s.netFault(ctx, kind) })
+	}
+	for range s.cfg.DiskFaults {
+		kind := diskFaultKinds[s.rng.IntN(len(diskFaultKinds))]
+		evs = append(evs, func(ctx context.Context) error { return s.diskFault(ctx, kind) })
+	}
 	s.rng.Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
 	return evs
 }
 
 func (s *scenario) startMember(m *member) error {
 	cfg := ChildConfig{Brokers: s.cfg.Brokers, App: s.app, StateDir: m.dir, Mode: s.cfg.Mode, Guarantee: s.cfg.Guarantee, Topics: s.topics, MaxRecordsPerBatch: s.batch, AvailableNow: s.availableNow}
+	if m.proxy != nil {
+		cfg.Brokers = m.proxy.Bootstrap(s.cfg.Brokers)
+	}
+	cfg.MinFreeDisk = m.minFreeDisk
 	if s.q != nil {
 		cfg.HTTP = s.q.addrs[m.slot]
 	}

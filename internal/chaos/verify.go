@@ -183,6 +183,9 @@ func (v *verifier) outputs(ctx context.Context) (report, error) {
 			c.check(recs, &r)
 		}
 	}
+	if err := v.checkPostgres(ctx, &r); err != nil { // with WEIR_POSTGRES_DSN (verify_postgres.go)
+		return r, err
+	}
 	return r, v.checkDeadLetters(ctx, &r)
 }
 

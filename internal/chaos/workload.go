@@ -292,6 +292,7 @@ func Build(t Topics) (*topology.Topology, error) {
 	initAgg, fold := func() Agg { return Agg{} }, func(_ string, v Txn, a Agg) Agg { return Fold(a, v) }
 	aggs := topology.Aggregate(grouped, initAgg, fold, serde.JSON[Agg](), topology.Materialized(Store))
 	aggs.ToStream().To(t.Agg)
+	buildPostgres(t, byKey, aggs) // with WEIR_POSTGRES_DSN (pgsink.go)
 	if t.Extended() {
 		windowed := topology.AggregateWindowed(topology.WindowedBy(grouped, topology.TumblingWindows(Window).WithGrace(WindowGrace)),
 			initAgg, fold, serde.JSON[Agg](), topology.Materialized(WindowStore))

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TopicSpec describes a topic for [Admin.EnsureTopics].
@@ -35,6 +37,10 @@ type Admin struct {
 	// recordBytes is the mean record size (key, value, overhead) of the
 	// last record batch ReadRange read, to size its fetches.
 	recordBytes atomic.Int64
+	// franz is the kgo client of ReadRange on franz-go (reader_franz.go),
+	// connected on first use.
+	franzMu sync.Mutex
+	franz   *kgo.Client
 }
 
 // NewAdmin connects an Admin to the cluster.
@@ -57,6 +63,11 @@ func NewAdmin(cfg Config) (*Admin, error) {
 
 // Close releases the connections. It is safe to call more than once.
 func (a *Admin) Close() error {
+	a.franzMu.Lock()
+	if a.franz != nil {
+		a.franz.Close()
+	}
+	a.franzMu.Unlock()
 	if a.client.Closed() {
 		return nil
 	}

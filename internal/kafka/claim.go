@@ -20,10 +20,12 @@ type Handler interface {
 	//
 	// ctx is not cancelled when Records closes — there is still time to
 	// commit — but only when the claim must be abandoned: Rebalance
-	// timeout after Records closed, when the broker and sarama give up on
-	// the member. Returning before Records is closed ends the member's
-	// session (every claim is revoked and the member rejoins), as in
-	// sarama. A non-nil error stops [Group.Run], which returns it.
+	// timeout after Records closed, when the broker and the client give up
+	// on the member. Returning before Records is closed ends the member's
+	// session: every claim is revoked and claims of the member's
+	// partitions start again at the committed offsets (on sarama the
+	// member rejoins; on franz-go it keeps its membership). A non-nil
+	// error stops [Group.Run], which returns it.
 	Claim(ctx context.Context, c Claim) error
 }
 
@@ -144,7 +146,7 @@ func (c *claim) MarkOffset(topic string, partition int32, next int64) {
 
 // Commit implements Session.
 func (c *claim) Commit(ctx context.Context) error {
-	return c.run.committer.commit(ctx, c.sess)
+	return c.run.committer.commit(ctx, c.run.committer.saramaTry(c.sess))
 }
 
 // GroupMetadata implements Session.

@@ -25,8 +25,11 @@ const (
 const ClientEnv = "WEIR_KAFKA_CLIENT"
 
 // DefaultClient is the client used when neither [Config.Client] nor
-// [ClientEnv] names one.
-const DefaultClient = ClientSarama
+// [ClientEnv] names one: franz-go, which moves more records per CPU
+// second, overlaps a transaction's offsets with its records and speaks
+// Kafka 4's transactions (docs/kafka.md has the figures). sarama stays
+// supported, by name.
+const DefaultClient = ClientFranz
 
 // ResolveClient returns the client c names, or the one [ClientEnv] names
 // when c is empty, or [DefaultClient]. Errors wrap [ErrConfig].

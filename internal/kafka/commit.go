@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // committer holds a member's marked offsets and commits them synchronously.
@@ -114,7 +115,7 @@ func (c *committer) committed(tp topicPartition, offset int64) {
 // completes a rebalance, a generation that moved on under the session) are
 // retried until ctx is done, for retryBudget at most. Marks made
 // while a commit is under way are sent by a retry, or by the next commit.
-func (c *committer) commit(ctx context.Context, sess sarama.ConsumerGroupSession) error {
+func (c *committer) commit(ctx context.Context, try commitTry) error {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
 	start := time.Now()
@@ -126,11 +127,11 @@ func (c *committer) commit(ctx context.Context, sess sarama.ConsumerGroupSession
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("kafka: commit: %w", err)
 		}
-		retry, err := c.try(sess, offsets)
+		retry, err := try(ctx, offsets)
 		if !retry {
 			return err
 		}
-		if errors.Is(err, sarama.ErrIllegalGeneration) && time.Since(start) > generationWait {
+		if illegalGeneration(err) && time.Since(start) > generationWait {
 			return fmt.Errorf("kafka: commit: the session did not reach the coordinator's generation within %v: %w", generationWait, err)
 		}
 		if time.Since(start) > retryBudget {
@@ -152,8 +153,25 @@ func (c *committer) commit(ctx context.Context, sess sarama.ConsumerGroupSession
 // waiting for.
 const generationWait = 2 * time.Second
 
-// try sends one OffsetCommit. It reports whether a retry may succeed.
-func (c *committer) try(sess sarama.ConsumerGroupSession, offsets map[topicPartition]int64) (bool, error) {
+// commitTry sends one OffsetCommit of offsets. It reports whether a retry
+// may succeed, and the error (a *PartitionError for a partition the
+// coordinator refused). Each client has its own.
+type commitTry func(ctx context.Context, offsets map[topicPartition]int64) (retry bool, err error)
+
+// illegalGeneration reports ILLEGAL_GENERATION, of either client.
+func illegalGeneration(err error) bool {
+	return errors.Is(err, sarama.ErrIllegalGeneration) || errors.Is(err, kerr.IllegalGeneration)
+}
+
+// saramaTry is the commitTry of a sarama session.
+func (c *committer) saramaTry(sess sarama.ConsumerGroupSession) commitTry {
+	return func(_ context.Context, offsets map[topicPartition]int64) (bool, error) {
+		return c.trySarama(sess, offsets)
+	}
+}
+
+// trySarama sends one OffsetCommit through a sarama session.
+func (c *committer) trySarama(sess sarama.ConsumerGroupSession, offsets map[topicPartition]int64) (bool, error) {
 	memberID, generation := sess.MemberID(), sess.GenerationID()
 	req := &sarama.OffsetCommitRequest{
 		Version:                 groupRequestVersion(8, 7, 6),
@@ -219,7 +237,8 @@ func (c *committer) try(sess sarama.ConsumerGroupSession, offsets map[topicParti
 // ILLEGAL_GENERATION is not one: a member that rejoined answers it for a
 // commit made through an ended session's generation.
 func MemberGone(err error) bool {
-	return errors.Is(err, sarama.ErrUnknownMemberId) || errors.Is(err, sarama.ErrFencedInstancedId)
+	return errors.Is(err, sarama.ErrUnknownMemberId) || errors.Is(err, sarama.ErrFencedInstancedId) ||
+		errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.FencedInstanceID)
 }
 
 // GroupMoved reports an error that says the member's generation is over:
@@ -227,7 +246,8 @@ func MemberGone(err error) bool {
 // REBALANCE_IN_PROGRESS), or the member is gone (MemberGone). Rejoining
 // cures it, and at once is best: the rebalance waits for the member.
 func GroupMoved(err error) bool {
-	return MemberGone(err) || errors.Is(err, sarama.ErrIllegalGeneration) || errors.Is(err, sarama.ErrRebalanceInProgress)
+	return MemberGone(err) || illegalGeneration(err) ||
+		errors.Is(err, sarama.ErrRebalanceInProgress) || errors.Is(err, kerr.RebalanceInProgress)
 }
 
 // cmpErr keeps the first non-nil error.

@@ -112,7 +112,7 @@ func TestCommitRetriesAGenerationTheSessionHasNotReachedYet(t *testing.T) {
 	sess := &laggingSession{member: member, old: old, new: gen, lagCalls: 2}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	if err := c.commit(ctx, sess); err != nil {
+	if err := c.commit(ctx, c.saramaTry(sess)); err != nil {
 		t.Fatalf("commit while the session lags the coordinator's generation: %v", err)
 	}
 
@@ -121,7 +121,7 @@ func TestCommitRetriesAGenerationTheSessionHasNotReachedYet(t *testing.T) {
 	c.mark(tp, 43)
 	stuck := &laggingSession{member: member, old: old, new: gen, lagCalls: 1 << 30}
 	start := time.Now()
-	if err := c.commit(ctx, stuck); !errors.Is(err, sarama.ErrIllegalGeneration) {
+	if err := c.commit(ctx, c.saramaTry(stuck)); !errors.Is(err, sarama.ErrIllegalGeneration) {
 		t.Fatalf("commit through a session stuck a generation behind: %v, want ILLEGAL_GENERATION", err)
 	}
 	if took := time.Since(start); took < generationWait || took > generationWait+2*time.Second {

@@ -1,12 +1,13 @@
-// Package kafka is weir's adapter around the sarama Kafka client: cluster
-// administration, an at-least-once producer and consumer-group membership
-// with a co-partitioning assignor.
+// Package kafka is weir's adapter around its Kafka client libraries,
+// franz-go (the default) and sarama (by name, [Client]): cluster
+// administration, an at-least-once producer, the changelog restore reader
+// and consumer-group membership with a co-partitioning assignor.
 //
-// It is the only place (with internal/txn) that imports sarama. Its exported
-// API speaks weir's own types — [Record], [Header], [TopicSpec],
-// [GroupMetadata] — so the runtime and the engines never see a sarama value;
-// the single exception is [SaramaSession], kept for the transactional
-// producer, which needs sarama's own session type.
+// With internal/txn it is the only place that imports a Kafka client. Its
+// exported API speaks weir's own types — [Record], [Header], [TopicSpec],
+// [GroupMetadata] — whichever client is under it, so the runtime and the
+// engines never see a client's value; the single exception is
+// [SaramaSession], which tests use to reach sarama's own session type.
 //
 // # Usage
 //

@@ -32,3 +32,12 @@ var ErrRecordTooLarge = errors.New("kafka: record too large")
 
 // ErrSCRAM is wrapped by every error of the SCRAM exchange.
 var ErrSCRAM = errors.New("kafka: scram")
+
+// ErrInvalidPartition is wrapped by the delivery error of a record sent to
+// an explicit partition its topic does not have, on either client.
+var ErrInvalidPartition = errors.New("kafka: invalid partition")
+
+// errIncompleteFetch is a Fetch response that does not answer for the
+// partition asked (franz-go's ReadRange): retried, as sarama's
+// ErrIncompleteResponse is.
+var errIncompleteFetch = errors.New("kafka: incomplete fetch response")

@@ -143,13 +143,18 @@ func (gc GroupConfig) Validate() error {
 // concurrent use.
 type Group struct {
 	cfg     GroupConfig
+	client  Client
 	running atomic.Bool
 }
 
-// NewGroup validates the configuration and returns a Group. It does not
-// connect: Run does.
+// NewGroup validates the configuration and returns a Group on the client
+// [ResolveClient] picks for cfg.Client. It does not connect: Run does.
 func NewGroup(cfg GroupConfig) (*Group, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	client, err := ResolveClient(cfg.Client)
+	if err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
@@ -158,7 +163,7 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 	for i, set := range cfg.CoPartitioned {
 		cfg.CoPartitioned[i] = slices.Clone(set)
 	}
-	return &Group{cfg: cfg}, nil
+	return &Group{cfg: cfg, client: client}, nil
 }
 
 // saramaConfig builds the consumer configuration of one Run.
@@ -220,6 +225,9 @@ func (g *Group) Run(ctx context.Context, h Handler) error {
 		return ErrRunning
 	}
 	defer g.running.Store(false)
+	if g.client == ClientFranz {
+		return g.runFranz(ctx, h)
+	}
 
 	strategy := newCopartitionStrategy(g.cfg.CoPartitioned, g.cfg.MemberData, g.cfg.OnAssignment)
 	strategy.replicas, strategy.log = g.cfg.Replicas, g.cfg.logger()

@@ -22,6 +22,46 @@ import (
 
 const waitFor = 30 * time.Second
 
+// eachClient runs fn on each client weir runs on, as subtests named after
+// the client (through kafka.ClientEnv), on each broker kafkatest.Run
+// offers.
+func eachClient[F func(*testing.T) | func(*testing.T, *kafkatest.Env)](t *testing.T, fn F) {
+	for _, c := range []kafka.Client{kafka.ClientSarama, kafka.ClientFranz} {
+		t.Run(string(c), func(t *testing.T) {
+			t.Setenv(kafka.ClientEnv, string(c))
+			switch fn := any(fn).(type) {
+			case func(*testing.T):
+				fn(t)
+			case func(*testing.T, *kafkatest.Env):
+				kafkatest.Run(t, fn)
+			}
+		})
+	}
+}
+
+// clientOf is the client the test runs on.
+func clientOf(t *testing.T) kafka.Client {
+	c, err := kafka.ResolveClient("")
+	require.NoError(t, err)
+	return c
+}
+
+// requireKafkaError requires err to carry Kafka's error want, as either
+// client reports it (a sarama.KError or a *kerr.Error).
+func requireKafkaError(t *testing.T, err error, want *kerr.Error) {
+	t.Helper()
+	var ke *kerr.Error
+	var se sarama.KError
+	switch {
+	case errors.As(err, &ke):
+		require.Equal(t, want.Code, ke.Code, "%v", err)
+	case errors.As(err, &se):
+		require.Equal(t, want.Code, int16(se), "%v", err)
+	default:
+		t.Fatalf("%v: not a Kafka error, want %v", err, want)
+	}
+}
+
 // groupConfig returns a member configuration with test-sized timeouts
 // (Kafka's group.min.session.timeout.ms is 6 s by default).
 func groupConfig(env *kafkatest.Env, group string, topics ...string) kafka.GroupConfig {
@@ -112,7 +152,7 @@ func (tr *tracker) requireSafe(t *testing.T) {
 }
 
 func TestGroupCoPartitionedAssignmentAndHandover(t *testing.T) {
-	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+	eachClient(t, func(t *testing.T, env *kafkatest.Env) {
 		a, b := kafkatest.Topic(t)+"-a", kafkatest.Topic(t)+"-b"
 		kafkatest.CreateTopic(t, env, a, 4)
 		kafkatest.CreateTopic(t, env, b, 4)
@@ -147,7 +187,7 @@ func TestGroupCoPartitionedAssignmentAndHandover(t *testing.T) {
 }
 
 func TestGroupCommitsAreVisible(t *testing.T) {
-	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+	eachClient(t, func(t *testing.T, env *kafkatest.Env) {
 		topic := kafkatest.Topic(t)
 		kafkatest.CreateTopic(t, env, topic, 2)
 		var recs []kafka.Record
@@ -170,7 +210,7 @@ func TestGroupCommitsAreVisible(t *testing.T) {
 			md := c.GroupMetadata()
 			require.Equal(t, group, md.GroupID)
 			_, ok := kafka.SaramaSession(c)
-			require.True(t, ok)
+			require.Equal(t, clientOf(t) == kafka.ClientSarama, ok, "a sarama session behind sarama claims only")
 			for r := range c.Records() {
 				c.MarkOffset(r.Topic, r.Partition, r.Offset+1)
 				mu.Lock()
@@ -217,7 +257,7 @@ func TestGroupCommitsAreVisible(t *testing.T) {
 }
 
 func TestGroupHandlerErrorStopsRun(t *testing.T) {
-	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+	eachClient(t, func(t *testing.T, env *kafkatest.Env) {
 		topic := kafkatest.Topic(t)
 		kafkatest.CreateTopic(t, env, topic, 1)
 		kafkatest.Produce(t, env, kafka.Record{Topic: topic, Partition: 0, Value: []byte("poison")})
@@ -242,7 +282,7 @@ func TestGroupHandlerErrorStopsRun(t *testing.T) {
 
 func TestGroupRejectsBadTopics(t *testing.T) {
 	kafkatest.Long(t)
-	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+	eachClient(t, func(t *testing.T, env *kafkatest.Env) {
 		a, b := kafkatest.Topic(t)+"-a", kafkatest.Topic(t)+"-b"
 		kafkatest.CreateTopic(t, env, a, 2)
 		kafkatest.CreateTopic(t, env, b, 3)
@@ -262,6 +302,10 @@ func TestGroupRejectsBadTopics(t *testing.T) {
 }
 
 func TestGroupSurfacesFetchErrors(t *testing.T) {
+	eachClient(t, testGroupSurfacesFetchErrors)
+}
+
+func testGroupSurfacesFetchErrors(t *testing.T) {
 	env := kafkatest.Kfake(t, embeddedDefaults)
 	topic := kafkatest.Topic(t)
 	kafkatest.CreateTopic(t, env, topic, 1)
@@ -283,7 +327,7 @@ func TestGroupSurfacesFetchErrors(t *testing.T) {
 		var pe *kafka.PartitionError
 		require.ErrorAs(t, err, &pe)
 		require.Equal(t, topic, pe.Topic)
-		require.ErrorIs(t, err, sarama.ErrInvalidMessage)
+		requireKafkaError(t, err, kerr.CorruptMessage)
 	case <-time.After(waitFor):
 		t.Fatal("fetch error not surfaced")
 	}
@@ -298,6 +342,10 @@ func TestGroupSurfacesFetchErrors(t *testing.T) {
 }
 
 func TestGroupCommitErrors(t *testing.T) {
+	eachClient(t, testGroupCommitErrors)
+}
+
+func testGroupCommitErrors(t *testing.T) {
 	env := kafkatest.Kfake(t, embeddedDefaults)
 	topic := kafkatest.Topic(t)
 	kafkatest.CreateTopic(t, env, topic, 1)
@@ -327,7 +375,7 @@ func TestGroupCommitErrors(t *testing.T) {
 	err := <-results
 	var pe *kafka.PartitionError
 	require.ErrorAs(t, err, &pe)
-	require.ErrorIs(t, err, sarama.ErrOffsetMetadataTooLarge)
+	requireKafkaError(t, err, kerr.OffsetMetadataTooLarge)
 	require.NoError(t, <-results)
 	require.NoError(t, stop())
 }
@@ -364,7 +412,7 @@ func TestGroupConfigValidate(t *testing.T) {
 // partitions back, and the other member keeps its own claims running
 // throughout (cooperative protocol: no revocation).
 func TestGroupStaticMemberRestart(t *testing.T) {
-	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+	eachClient(t, func(t *testing.T, env *kafkatest.Env) {
 		topic := kafkatest.Topic(t)
 		kafkatest.CreateTopic(t, env, topic, 4)
 		group := kafkatest.GroupID(t)
@@ -417,7 +465,7 @@ func TestGroupStaticMemberRestart(t *testing.T) {
 // member's read timeout (rebalance timeout + 5 s) is longer than the
 // test's wait for Run to return.
 func TestStopWhileJoiningDoesNotWaitForTheRebalance(t *testing.T) {
-	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+	eachClient(t, func(t *testing.T, env *kafkatest.Env) {
 		env.RequireKfake(t)
 		topic, group := kafkatest.Topic(t), kafkatest.GroupID(t)
 		kafkatest.CreateTopic(t, env, topic, 1)

@@ -65,9 +65,7 @@ func lingeringProducer(t *testing.T, env *kafkatest.Env, partitions int32) (p *k
 	t.Helper()
 	topic = kafkatest.Topic(t)
 	kafkatest.CreateTopic(t, env, topic, partitions)
-	p, err := kafka.NewProducer(env.Config())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close() })
+	p = newProducerOn(t, env, kafka.ClientSarama) // the adaptive linger is sarama's producer's
 	n = 100
 	sendFast(t, p, topic, 0, n)
 	require.NoError(t, p.Flush(t.Context()))
@@ -100,7 +98,7 @@ func TestProducerDoesNotHoldATrickle(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		topic := kafkatest.Topic(t)
 		kafkatest.CreateTopic(t, env, topic, 2)
-		p := newProducer(t, env)
+		p := newProducerOn(t, env, kafka.ClientSarama)
 		const n = 150
 		for i := range n {
 			require.Zero(t, sendFast(t, p, topic, i, 1), "record %d held at 1 record a millisecond", i)

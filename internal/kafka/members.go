@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/IBM/sarama"
 )
@@ -44,20 +47,9 @@ type GroupMember struct {
 // without; a partition withheld by the cooperative protocol belongs to no
 // member for a moment.
 func (a *Admin) GroupMembers(ctx context.Context, group string) ([]GroupMember, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	descs, err := a.admin.DescribeConsumerGroups([]string{group})
+	d, err := a.describeGroup(ctx, group)
 	if err != nil {
-		_ = a.client.RefreshCoordinator(group)
-		return nil, fmt.Errorf("kafka: describe group %q: %w", group, err)
-	}
-	if len(descs) != 1 {
-		return nil, fmt.Errorf("kafka: describe group %q: %d descriptions", group, len(descs))
-	}
-	d := descs[0]
-	if d.Err != sarama.ErrNoError && !errors.Is(d.Err, sarama.ErrNoError) {
-		return nil, fmt.Errorf("kafka: describe group %q: %w", group, d.Err)
+		return nil, err
 	}
 	out := make([]GroupMember, 0, len(d.Members))
 	for id, m := range d.Members {
@@ -86,4 +78,90 @@ func (a *Admin) GroupMembers(ctx context.Context, group string) ([]GroupMember, 
 	}
 	slices.SortFunc(out, func(a, b GroupMember) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
+}
+
+// describeGroup reads group's description from its coordinator. A
+// coordinator that died or moved — the connection broke (EOF, reset,
+// refused) or it answers NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE —
+// is looked up again at once and asked once more: the broken connection
+// is closed first, since sarama keeps a broker's dead connection, which
+// fails every later request with the same EOF until something closes it,
+// and the group is found again (FindCoordinator) rather than after the
+// client's next metadata refresh. While the cluster has not moved the
+// group yet (the dead broker still leads its __consumer_offsets
+// partition) the second try fails too, and the caller decides what to
+// serve meanwhile.
+//
+// sarama takes no context: ctx is checked before each try, and a request
+// already sent is bounded by the client's network timeouts.
+func (a *Admin) describeGroup(ctx context.Context, group string) (*sarama.GroupDescription, error) {
+	var err error
+	for range 2 {
+		if cerr := ctx.Err(); cerr != nil {
+			if err != nil {
+				return nil, err
+			}
+			return nil, cerr
+		}
+		var d *sarama.GroupDescription
+		d, err = a.describeOnce(group)
+		if err == nil {
+			return d, nil
+		}
+		if !coordinatorGone(err) {
+			return nil, err
+		}
+		// After the second failure too: the next call starts from the
+		// coordinator as the cluster names it then.
+		a.refindCoordinator(group, err)
+	}
+	return nil, err
+}
+
+// describeOnce sends one DescribeGroups request to group's coordinator as
+// the client knows it.
+func (a *Admin) describeOnce(group string) (*sarama.GroupDescription, error) {
+	descs, err := a.admin.DescribeConsumerGroups([]string{group})
+	if err != nil {
+		return nil, fmt.Errorf("kafka: describe group %q: %w", group, err)
+	}
+	if len(descs) != 1 {
+		return nil, fmt.Errorf("kafka: describe group %q: %d descriptions", group, len(descs))
+	}
+	d := descs[0]
+	if d.Err != sarama.ErrNoError && !errors.Is(d.Err, sarama.ErrNoError) {
+		return nil, fmt.Errorf("kafka: describe group %q: %w", group, d.Err)
+	}
+	return d, nil
+}
+
+// refindCoordinator forgets group's coordinator after err: it closes the
+// connection a transport error broke (sarama reopens it on the next use)
+// and asks the cluster for the coordinator again.
+func (a *Admin) refindCoordinator(group string, err error) {
+	if transportError(err) {
+		if b, cerr := a.client.Coordinator(group); cerr == nil {
+			_ = b.Close()
+		}
+	}
+	_ = a.client.RefreshCoordinator(group)
+}
+
+// coordinatorGone reports whether err says the group's coordinator died
+// or moved: a broken connection, or the broker's own word.
+func coordinatorGone(err error) bool {
+	return transportError(err) ||
+		errors.Is(err, sarama.ErrNotCoordinatorForConsumer) ||
+		errors.Is(err, sarama.ErrConsumerCoordinatorNotAvailable)
+}
+
+// transportError reports whether err is a connection's, not a broker's
+// answer.
+func transportError(err error) bool {
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, sarama.ErrNotConnected) || errors.Is(err, sarama.ErrOutOfBrokers) ||
+		errors.As(err, &ne)
 }

@@ -16,7 +16,7 @@ import (
 // every member's data), and OnAssignment sees each assignment's
 // generation.
 func TestGroupMembersAdvertiseData(t *testing.T) {
-	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+	eachClient(t, func(t *testing.T, env *kafkatest.Env) {
 		topic, group := kafkatest.Topic(t), kafkatest.GroupID(t)
 		kafkatest.CreateTopic(t, env, topic, 4)
 		hold := kafka.HandlerFunc(func(ctx context.Context, c kafka.Claim) error {
@@ -63,7 +63,7 @@ func TestGroupMembersAdvertiseData(t *testing.T) {
 // Admin.Heartbeat tells a member of the group from one the coordinator
 // does not know (a member removed after a stall looks like that).
 func TestHeartbeatTellsAMemberThatIsGone(t *testing.T) {
-	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+	eachClient(t, func(t *testing.T, env *kafkatest.Env) {
 		topic, group := kafkatest.Topic(t), kafkatest.GroupID(t)
 		kafkatest.CreateTopic(t, env, topic, 1)
 		sessions := make(chan kafka.GroupMetadata, 1)

@@ -86,8 +86,8 @@ func NewKeyPartitioner(string) sarama.Partitioner { return &keyPartitioner{} }
 func (p *keyPartitioner) Partition(msg *sarama.ProducerMessage, numPartitions int32) (int32, error) {
 	if msg.Partition >= 0 {
 		if msg.Partition >= numPartitions {
-			return 0, fmt.Errorf("kafka: partition %d out of range: topic %q has %d partitions: %w",
-				msg.Partition, msg.Topic, numPartitions, sarama.ErrInvalidPartition)
+			return 0, fmt.Errorf("%w %d: topic %q has %d partitions: %w",
+				ErrInvalidPartition, msg.Partition, msg.Topic, numPartitions, sarama.ErrInvalidPartition)
 		}
 		return msg.Partition, nil
 	}

@@ -9,22 +9,35 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/eapache/go-resiliency/breaker"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Classifiers of delivery errors (a *PartitionError's cause), so that the
-// runtime can tell what an output failure means without seeing sarama.
+// runtime can tell what an output failure means without seeing a client:
+// each knows sarama's errors and franz-go's (kerr's broker errors, kgo's
+// own), bare or wrapped.
 
-// BreakerOpen reports sarama's "circuit breaker is open": after three
+// BreakerOpen reports that the producer gave up on a record without a
+// cause from the cluster: sarama's "circuit breaker is open" (after three
 // failures in a row to find a topic's partitions or a partition's leader,
 // sarama's producer fails every record of it at once for 10 s, without
-// asking the cluster. It says nothing of the cause; [Producer] reports the
-// failure that opened the breaker instead.
-func BreakerOpen(err error) bool { return errors.Is(err, breaker.ErrBreakerOpen) }
+// asking the cluster), or franz-go's delivery timeout or retry limit
+// (kgo.ErrRecordTimeout, kgo.ErrRecordRetries). It says nothing of the
+// cause; the sarama [Producer] reports the failure that opened the
+// breaker instead, and kgo wraps the last error it saw, which the other
+// classifiers read.
+func BreakerOpen(err error) bool {
+	return errors.Is(err, breaker.ErrBreakerOpen) ||
+		errors.Is(err, kgo.ErrRecordTimeout) || errors.Is(err, kgo.ErrRecordRetries)
+}
 
-// UnknownTopicOrPartition reports Kafka's UNKNOWN_TOPIC_OR_PARTITION: the
-// topic does not exist, or the broker asked does not know it yet.
+// UnknownTopicOrPartition reports Kafka's UNKNOWN_TOPIC_OR_PARTITION (or
+// UNKNOWN_TOPIC_ID): the topic does not exist, or the broker asked does
+// not know it yet.
 func UnknownTopicOrPartition(err error) bool {
-	return errors.Is(err, sarama.ErrUnknownTopicOrPartition) || errors.Is(err, ErrUnknownTopic)
+	return errors.Is(err, sarama.ErrUnknownTopicOrPartition) || errors.Is(err, ErrUnknownTopic) ||
+		errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID)
 }
 
 // AuthorizationFailed reports Kafka's authorization errors: an ACL denies
@@ -33,7 +46,11 @@ func AuthorizationFailed(err error) bool {
 	return errors.Is(err, sarama.ErrTopicAuthorizationFailed) ||
 		errors.Is(err, sarama.ErrClusterAuthorizationFailed) ||
 		errors.Is(err, sarama.ErrTransactionalIDAuthorizationFailed) ||
-		errors.Is(err, sarama.ErrGroupAuthorizationFailed)
+		errors.Is(err, sarama.ErrGroupAuthorizationFailed) ||
+		errors.Is(err, kerr.TopicAuthorizationFailed) ||
+		errors.Is(err, kerr.ClusterAuthorizationFailed) ||
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed) ||
+		errors.Is(err, kerr.GroupAuthorizationFailed)
 }
 
 // RecordRejected reports a record the broker refuses whatever the retries:
@@ -42,7 +59,10 @@ func RecordRejected(err error) bool {
 	return errors.Is(err, sarama.ErrMessageSizeTooLarge) ||
 		errors.Is(err, sarama.ErrMessageSetSizeTooLarge) ||
 		errors.Is(err, sarama.ErrInvalidRecord) ||
-		errors.Is(err, ErrRecordTooLarge)
+		errors.Is(err, ErrRecordTooLarge) ||
+		errors.Is(err, kerr.MessageTooLarge) ||
+		errors.Is(err, kerr.RecordListTooLarge) ||
+		errors.Is(err, kerr.InvalidRecord)
 }
 
 // UnknownTopicBound is how long [Admin.TopicMissing] asks the cluster

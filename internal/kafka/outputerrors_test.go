@@ -9,6 +9,8 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/eapache/go-resiliency/breaker"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func TestOutputErrorClassifiers(t *testing.T) {
@@ -31,6 +33,28 @@ func TestOutputErrorClassifiers(t *testing.T) {
 		{err: wrap(sarama.ErrNotEnoughReplicas)},
 		{err: wrap(sarama.ErrNotLeaderForPartition)},
 		{err: errors.New("circuit breaker is open")}, // text is never consulted
+
+		// franz-go: kerr's broker errors, and kgo's own as its promises
+		// give them (a timeout wraps the last error seen).
+		{err: wrap(kerr.UnknownTopicOrPartition), unknown: true},
+		{err: wrap(kerr.UnknownTopicID), unknown: true},
+		{err: wrap(kerr.TopicAuthorizationFailed), auth: true},
+		{err: wrap(kerr.ClusterAuthorizationFailed), auth: true},
+		{err: wrap(kerr.TransactionalIDAuthorizationFailed), auth: true},
+		{err: wrap(kerr.GroupAuthorizationFailed), auth: true},
+		{err: wrap(kerr.MessageTooLarge), rejd: true},
+		{err: wrap(fmt.Errorf("%w (uncompressed_bytes=%d)", kerr.MessageTooLarge, 2<<20)), rejd: true},
+		{err: wrap(kerr.RecordListTooLarge), rejd: true},
+		{err: wrap(kerr.InvalidRecord), rejd: true},
+		{err: wrap(kgo.ErrRecordTimeout), breaker: true},
+		{err: wrap(kgo.ErrRecordRetries), breaker: true},
+		{err: wrap(fmt.Errorf("%w, last err: %w", kgo.ErrRecordTimeout, kerr.NotLeaderForPartition)), breaker: true},
+		{err: wrap(fmt.Errorf("%w, last err: %w", kgo.ErrRecordTimeout, kerr.UnknownTopicOrPartition)), breaker: true, unknown: true},
+		{err: wrap(kerr.NotEnoughReplicas)},
+		{err: wrap(kerr.NotLeaderForPartition)},
+		{err: wrap(kerr.CorruptMessage)},
+		{err: wrap(kgo.ErrClientClosed)},
+		{err: wrap(fmt.Errorf("%w 5: topic %q has 2 partitions", ErrInvalidPartition, "t"))},
 	} {
 		t.Run(tc.err.Error(), func(t *testing.T) {
 			require.Equal(t, tc.breaker, BreakerOpen(tc.err), "BreakerOpen")

@@ -72,9 +72,23 @@ func (a *Admin) TopicFacts(ctx context.Context, topics, withPolicy []string) (ma
 		return out, nil
 	}
 	var results []*sarama.ConfigResourceResult
-	err = a.retry(ctx, func() (err error) {
+	// The metadata above named each of these topics; a broker that says
+	// one does not exist has not caught up with the cluster's metadata yet
+	// (a topic another instance has just created): it is asked again.
+	notYet := func(err error) bool {
+		return retriableBrokerError(err) || errors.Is(err, sarama.ErrUnknownTopicOrPartition)
+	}
+	err = a.retryWhile(ctx, notYet, func() (err error) {
 		results, err = a.admin.DescribeConfigs(resources, sarama.DescribeConfigsOptions{})
-		return err
+		if err != nil {
+			return err
+		}
+		for _, r := range results {
+			if kerr := sarama.KError(r.ErrorCode); errors.Is(kerr, sarama.ErrUnknownTopicOrPartition) {
+				return fmt.Errorf("kafka: describe configs of topic %q: %w", r.Name, kerr)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kafka: describe topic configs: %w", err)

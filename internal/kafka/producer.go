@@ -12,18 +12,94 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// Producer is the at-least-once sink: an idempotent producer (acks=all, one
-// request in flight per connection, so retries neither duplicate nor
-// reorder) that tracks the delivery of every record it was given.
+// Producer is the at-least-once sink: an idempotent producer (acks=all,
+// retries that neither duplicate nor reorder a partition's records) that
+// tracks the delivery of every record it was given.
 //
 // Records are sent asynchronously. [Producer.Flush] waits until every
 // record sent before it is acknowledged and returns the first delivery error
 // since the previous Flush; [Producer.Close] returns the errors no Flush
 // reported. No delivery error is dropped: the first one is returned, the
 // count of the others is added to its message, and every one is logged.
+// A delivery error is a *PartitionError naming the partition (the
+// partition -1 when the record failed before it had one), whose cause the
+// classifiers of outputerrors.go read on either client.
+//
+// The client under it is [ResolveClient]'s choice for the Config's
+// Client: sarama's async producer (saramaProducer) or franz-go's
+// (franzProducer). Both partition records the same way ([PartitionForKey]).
 //
 // A Producer is safe for concurrent use.
 type Producer struct {
+	impl producer
+}
+
+// producer is what a client's at-least-once producer implements; the
+// methods are [Producer]'s.
+type producer interface {
+	Send(ctx context.Context, r Record) error
+	SendWait(ctx context.Context, recs ...Record) error
+	Flush(ctx context.Context) error
+	Acked() *AckedOffsets
+	Close() error
+}
+
+// NewProducer connects a Producer on the Config's client.
+func NewProducer(cfg Config) (*Producer, error) {
+	client, err := ResolveClient(cfg.Client)
+	if err != nil {
+		return nil, err
+	}
+	var impl producer
+	if client == ClientFranz {
+		impl, err = newFranzProducer(cfg)
+	} else {
+		impl, err = newSaramaProducer(cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Producer{impl: impl}, nil
+}
+
+// Send hands r to the producer. It blocks only while the producer's buffers
+// are full, and returns an error if ctx is done first (r is then not sent),
+// if r has no topic, or if the producer is closed. A nil error means r is
+// on its way, not that it was delivered: see [Producer.Flush].
+func (p *Producer) Send(ctx context.Context, r Record) error { return p.impl.Send(ctx, r) }
+
+// Flush waits until every record sent before the call is acknowledged or
+// has failed, then returns the first delivery error since the previous
+// Flush (nil if none), as a *PartitionError naming the partition. If ctx is
+// done first it returns ctx's error and keeps any delivery error for the
+// next Flush.
+func (p *Producer) Flush(ctx context.Context) error { return p.impl.Flush(ctx) }
+
+// SendWait sends recs and waits until each is acknowledged or has failed,
+// and returns the first failure among them (a *PartitionError naming the
+// partition), or ctx's error if it is done first. Their failures are
+// theirs alone: no Flush reports them, and SendWait reports no other
+// record's. It is for records a caller needs in Kafka before it goes on
+// (a task's changelog markers) while other callers flush the producer for
+// their own: a failure one Flush took was then missing from the next, and
+// an epoch whose output had failed could commit its offsets.
+func (p *Producer) SendWait(ctx context.Context, recs ...Record) error {
+	return p.impl.SendWait(ctx, recs...)
+}
+
+// Acked returns the offsets of the records the producer had acknowledged,
+// for the topics it is told to track.
+func (p *Producer) Acked() *AckedOffsets { return p.impl.Acked() }
+
+// Close sends what is buffered, waits for the outcome of every record and
+// releases the connections. It returns the delivery errors no Flush
+// reported. Close is idempotent; later calls return nil.
+func (p *Producer) Close() error { return p.impl.Close() }
+
+// saramaProducer is the Producer on sarama's async producer, with one
+// request in flight per connection so that retries neither duplicate nor
+// reorder.
+type saramaProducer struct {
 	log *slog.Logger
 	ap  sarama.AsyncProducer
 
@@ -69,8 +145,8 @@ const TransactionalProducerRetries = 16
 // ProducerRetries.
 func ProducerBackoff(retries, _ int) time.Duration { return Backoff(retries) }
 
-// NewProducer connects a Producer.
-func NewProducer(cfg Config) (*Producer, error) {
+// newSaramaProducer connects a Producer on sarama.
+func newSaramaProducer(cfg Config) (*saramaProducer, error) {
 	sc, err := cfg.saramaConfig()
 	if err != nil {
 		return nil, err
@@ -91,7 +167,7 @@ func NewProducer(cfg Config) (*Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka: new producer: %w", err)
 	}
-	p := &Producer{
+	p := &saramaProducer{
 		log:     cfg.logger(),
 		ap:      ap,
 		closing: make(chan struct{}),
@@ -106,11 +182,8 @@ func NewProducer(cfg Config) (*Producer, error) {
 	return p, nil
 }
 
-// Send hands r to the producer. It blocks only while the producer's buffers
-// are full, and returns an error if ctx is done first (r is then not sent),
-// if r has no topic, or if the producer is closed. A nil error means r is
-// on its way, not that it was delivered: see [Producer.Flush].
-func (p *Producer) Send(ctx context.Context, r Record) error {
+// Send implements [Producer.Send].
+func (p *saramaProducer) Send(ctx context.Context, r Record) error {
 	if r.Topic == "" {
 		return fmt.Errorf("%w: record without topic", ErrConfig)
 	}
@@ -140,12 +213,8 @@ func (p *Producer) Send(ctx context.Context, r Record) error {
 	return nil
 }
 
-// Flush waits until every record sent before the call is acknowledged or
-// has failed, then returns the first delivery error since the previous
-// Flush (nil if none), as a *PartitionError naming the partition. If ctx is
-// done first it returns ctx's error and keeps any delivery error for the
-// next Flush.
-func (p *Producer) Flush(ctx context.Context) error {
+// Flush implements [Producer.Flush].
+func (p *saramaProducer) Flush(ctx context.Context) error {
 	p.mu.RLock()
 	var err error
 	if !p.closed {
@@ -164,14 +233,11 @@ func (p *Producer) Flush(ctx context.Context) error {
 	}
 }
 
-// Acked returns the offsets of the records the producer had acknowledged,
-// for the topics it is told to track.
-func (p *Producer) Acked() *AckedOffsets { return &p.acked }
+// Acked implements [Producer.Acked].
+func (p *saramaProducer) Acked() *AckedOffsets { return &p.acked }
 
-// Close sends what is buffered, waits for the outcome of every record and
-// releases the connections. It returns the delivery errors no Flush
-// reported. Close is idempotent; later calls return nil.
-func (p *Producer) Close() error {
+// Close implements [Producer.Close].
+func (p *saramaProducer) Close() error {
 	var err error
 	p.once.Do(func() {
 		close(p.closing)
@@ -191,7 +257,7 @@ func (p *Producer) Close() error {
 
 // input hands m to sarama, blocking while its input buffer is full until
 // ctx is done or p is closing.
-func (p *Producer) input(ctx context.Context, m *sarama.ProducerMessage) error {
+func (p *saramaProducer) input(ctx context.Context, m *sarama.ProducerMessage) error {
 	return Input(ctx, p.ap.Input(), m, p.closing, ErrClosed)
 }
 
@@ -215,7 +281,7 @@ func Input(ctx context.Context, in chan<- *sarama.ProducerMessage, m *sarama.Pro
 }
 
 // tick ends a window of the linger: it hands over what is held.
-func (p *Producer) tick() {
+func (p *saramaProducer) tick() {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed { // Close handed everything over
@@ -227,7 +293,7 @@ func (p *Producer) tick() {
 
 // handHeld hands over what is held (Flush), without waiting for the
 // window to end. The caller holds p.mu (read or write) with p open.
-func (p *Producer) handHeld(ctx context.Context) error {
+func (p *saramaProducer) handHeld(ctx context.Context) error {
 	if p.linger == nil {
 		return nil
 	}
@@ -238,7 +304,7 @@ func (p *Producer) handHeld(ctx context.Context) error {
 // input however long it takes (sarama drains it until AsyncClose), and
 // stops the window's timer. The caller holds p.mu with p closed: no record
 // is given, and no window ends, after it.
-func (p *Producer) handHeldAtClose() {
+func (p *saramaProducer) handHeldAtClose() {
 	if p.linger == nil {
 		return
 	}
@@ -249,7 +315,7 @@ func (p *Producer) handHeldAtClose() {
 	})
 }
 
-func (p *Producer) drainSuccesses() {
+func (p *saramaProducer) drainSuccesses() {
 	defer p.drained.Done()
 	for msg := range p.ap.Successes() {
 		p.acked.Note(msg.Topic, msg.Partition, msg.Offset)
@@ -257,7 +323,7 @@ func (p *Producer) drainSuccesses() {
 	}
 }
 
-func (p *Producer) drainErrors() {
+func (p *saramaProducer) drainErrors() {
 	defer p.drained.Done()
 	for pe := range p.ap.Errors() {
 		if pe == nil {

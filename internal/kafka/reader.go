@@ -90,6 +90,9 @@ func (a *Admin) ReadRange(ctx context.Context, topic string, partition int32, fr
 	if from >= to {
 		return nil
 	}
+	if client, _ := ResolveClient(a.cfg.Client); client == ClientFranz {
+		return a.readRangeFranz(ctx, topic, partition, from, to, readCommitted, fn)
+	}
 	version, err := fetchRequestVersion(protocolVersion)
 	if err != nil {
 		return err

@@ -415,7 +415,9 @@ func mockAdmin(t *testing.T, fetches ...any) (*kafka.Admin, *sarama.MockBroker) 
 			SetLeader(mockTopic, 0, b.BrokerID()),
 		"FetchRequest": sarama.NewMockSequence(fetches...),
 	})
-	a, err := kafka.NewAdmin(kafka.Config{Brokers: []string{b.Addr()}, ClientID: "weir-test"})
+	// The mock broker speaks sarama's protocol versions only: these tests
+	// are the sarama reader's, whichever client the environment names.
+	a, err := kafka.NewAdmin(kafka.Config{Brokers: []string{b.Addr()}, ClientID: "weir-test", Client: kafka.ClientSarama})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = a.Close() })
 	return a, b

@@ -8,15 +8,8 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// SendWait sends recs and waits until each is acknowledged or has failed,
-// and returns the first failure among them (a *PartitionError naming the
-// partition), or ctx's error if it is done first. Their failures are
-// theirs alone: no Flush reports them, and SendWait reports no other
-// record's. It is for records a caller needs in Kafka before it goes on
-// (a task's changelog markers) while other callers flush the producer for
-// their own: a failure one Flush took was then missing from the next, and
-// an epoch whose output had failed could commit its offsets.
-func (p *Producer) SendWait(ctx context.Context, recs ...Record) error {
+// SendWait implements [Producer.SendWait].
+func (p *saramaProducer) SendWait(ctx context.Context, recs ...Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -34,7 +27,7 @@ func (p *Producer) SendWait(ctx context.Context, recs ...Record) error {
 
 // sendOwn hands recs to sarama as w's, after what the linger holds (so that
 // they keep their place in their partitions).
-func (p *Producer) sendOwn(ctx context.Context, w *ownDeliveries, recs []Record) error {
+func (p *saramaProducer) sendOwn(ctx context.Context, w *ownDeliveries, recs []Record) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
@@ -88,7 +81,7 @@ func (w *ownDeliveries) complete(err error) {
 
 // delivered records the outcome of msg (err nil: acknowledged) with the
 // tracker, or with its SendWait if it is one of those.
-func (p *Producer) delivered(msg *sarama.ProducerMessage, err error) {
+func (p *saramaProducer) delivered(msg *sarama.ProducerMessage, err error) {
 	switch m := msg.Metadata.(type) {
 	case *ownRecord:
 		p.t.complete(m.seq, nil)

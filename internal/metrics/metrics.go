@@ -25,6 +25,7 @@ import (
 
 	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/offsets"
+	"github.com/weirstream/weir/processor"
 )
 
 // Source is what the metrics read at scrape time: the runtime of the
@@ -33,6 +34,7 @@ type Source interface {
 	Stats() *runtime.Stats
 	Lags() map[offsets.TopicPartition]int64
 	Restoring() int64
+	TaskCounters() map[string]int64
 }
 
 // Metrics is an App's registry and the metrics in it. It is safe for
@@ -135,6 +137,9 @@ func New(application, mode, guarantee string) *Metrics {
 			[]string{"store", "partition", "role"}, labels)},
 		collectors.NewGoCollector(),
 	)
+	m.reg.MustRegister(&droppedCollector{m: m, desc: prometheus.NewDesc("weir_dropped_records_total",
+		"Records the operators dropped, by reason: late (after their window closed), null (a null key or value an aggregation or join cannot take), expired, stale (a foreign-key join's outdated response); summed over the tasks this instance runs now, so a task that moves away takes its counts along.",
+		[]string{"reason"}, labels)})
 	m.reg.MustRegister(&queryCollector{m: m, desc: prometheus.NewDesc("weir_query_requests_total",
 		"Interactive queries clients sent to this instance, by result (answered, not_found, unavailable, bad_request, error) and cause (the copy that answered: active, standby, restoring; or why none could: no_owner, address_unknown, no_address, restoring, unreachable, moving, group_read_failed, starting).",
 		[]string{"result", "cause"}, labels)})
@@ -261,5 +266,33 @@ func (c *queryCollector) Collect(ch chan<- prometheus.Metric) {
 	outcomes, counts := s.QueryCounts()
 	for i, o := range outcomes {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(counts[i]), o.Result, o.Cause)
+	}
+}
+
+// droppedCollector reports the records the operators dropped, from the
+// counters of the tasks this instance runs.
+type droppedCollector struct {
+	m    *Metrics
+	desc *prometheus.Desc
+}
+
+// droppedReasons maps the processors' counters to the reason label; every
+// reason is reported, zero included.
+var droppedReasons = []struct{ counter, reason string }{
+	{processor.MetricDroppedLate, "late"},
+	{processor.MetricDroppedNull, "null"},
+	{processor.MetricDroppedExpired, "expired"},
+	{processor.MetricDroppedStale, "stale"},
+}
+
+func (c *droppedCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *droppedCollector) Collect(ch chan<- prometheus.Metric) {
+	var counts map[string]int64
+	if s := c.m.source(); s != nil {
+		counts = s.TaskCounters()
+	}
+	for _, r := range droppedReasons {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(counts[r.counter]), r.reason)
 	}
 }

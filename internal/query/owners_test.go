@@ -29,11 +29,11 @@ func TestOwnersKeepAddressesThroughARebalance(t *testing.T) {
 		subOf: func(string) (int, bool) { return 0, true },
 	}
 	id := processor.TaskID{Partition: 0}
-	own, ok, err := o.lookup(context.Background(), id, time.Time{})
+	own, ok, _, err := o.lookup(context.Background(), id, time.Time{})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "10.0.0.1:80", own.Addr)
-	own, ok, err = o.lookup(context.Background(), id, time.Now()) // read again
+	own, ok, _, err = o.lookup(context.Background(), id, time.Now()) // read again
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "10.0.0.1:80", own.Addr, "the address survives a read without subscriptions")
@@ -52,16 +52,16 @@ func TestOwnersTellUnknownFromEmptyAddresses(t *testing.T) {
 		},
 		subOf: func(string) (int, bool) { return 0, true },
 	}
-	own, ok, err := o.lookup(context.Background(), processor.TaskID{Partition: 0}, time.Time{})
+	own, ok, _, err := o.lookup(context.Background(), processor.TaskID{Partition: 0}, time.Time{})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.True(t, own.unreported)
-	own, ok, err = o.lookup(context.Background(), processor.TaskID{Partition: 1}, time.Time{})
+	own, ok, _, err = o.lookup(context.Background(), processor.TaskID{Partition: 1}, time.Time{})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.False(t, own.unreported)
 	require.Empty(t, own.Addr)
-	_, ok, err = o.lookup(context.Background(), processor.TaskID{Partition: 2}, time.Time{})
+	_, ok, _, err = o.lookup(context.Background(), processor.TaskID{Partition: 2}, time.Time{})
 	require.NoError(t, err)
 	require.False(t, ok, "no owner")
 }
@@ -86,14 +86,14 @@ func TestOwnersKeepTasksOfMembersDescribedWithoutAssignment(t *testing.T) {
 		},
 		subOf: func(string) (int, bool) { return 0, true },
 	}
-	_, ok, err := o.lookup(context.Background(), processor.TaskID{Partition: 0}, time.Time{})
+	_, ok, _, err := o.lookup(context.Background(), processor.TaskID{Partition: 0}, time.Time{})
 	require.NoError(t, err)
 	require.True(t, ok)
-	own, ok, err := o.lookup(context.Background(), processor.TaskID{Partition: 0}, time.Now())
+	own, ok, _, err := o.lookup(context.Background(), processor.TaskID{Partition: 0}, time.Now())
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, Owner{Member: "m1", Addr: "a:1"}, own)
-	_, ok, err = o.lookup(context.Background(), processor.TaskID{Partition: 1}, time.Now())
+	_, ok, _, err = o.lookup(context.Background(), processor.TaskID{Partition: 1}, time.Now())
 	require.NoError(t, err)
 	require.False(t, ok, "m2 left: partition 1 has no owner")
 }
@@ -115,7 +115,7 @@ func TestOwnersTakeAddressesFromAssignments(t *testing.T) {
 		subOf: func(string) (int, bool) { return 0, true },
 	}
 	for p, want := range []Owner{{Member: "old", Addr: "10.0.0.1:80"}, {Member: "new", Addr: "10.0.0.2:80"}, {Member: "bare"}, {Member: "unknown", unreported: true}} {
-		own, ok, err := o.lookup(context.Background(), processor.TaskID{Partition: int32(p)}, time.Time{})
+		own, ok, _, err := o.lookup(context.Background(), processor.TaskID{Partition: int32(p)}, time.Time{})
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, want, own, "partition %d", p)

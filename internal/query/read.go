@@ -49,6 +49,10 @@ type KeyReply struct {
 	// Lag counts the changelog records the copy had not applied (0 for
 	// the owner).
 	Lag int64 `json:"lag"`
+	// OwnerMapAgeMs is set when the instance asked routed the query with
+	// an owner map that is not current (the group could not be read): its
+	// age (OwnerMapAgeHeader).
+	OwnerMapAgeMs *int64 `json:"ownerMapAgeMs,omitempty"`
 }
 
 // RangeReply answers a range query.
@@ -61,6 +65,8 @@ type RangeReply struct {
 	// Lag is the largest lag of the copies read (0 unless maxLag let a
 	// standby or restoring copy serve a partition).
 	Lag int64 `json:"lag,omitempty"`
+	// OwnerMapAgeMs: see KeyReply; the largest of the partitions'.
+	OwnerMapAgeMs *int64 `json:"ownerMapAgeMs,omitempty"`
 }
 
 // errNotFound is a key without a value (or windows in range).

@@ -130,8 +130,34 @@ func (s *server) elsewhere(w http.ResponseWriter, r *http.Request, info runtime.
 		return
 	}
 	name := info.Spec.Name
+	var old *staleMap // the owner map the last lookup served, if not current
+	probed := false   // the other instances were asked (probe)
 	fail := func(cause string, own *Owner, format string, args ...any) {
-		e.Error, e.Cause, e.Owner = fmt.Sprintf(format, args...)+stale, cause, own
+		// Before a 503, the instances the last read listed are asked
+		// once, in case the group's description lags the instances: one
+		// that runs the partition answers for it; none other does.
+		if !probed {
+			probed = true
+			skip := ""
+			if own != nil {
+				skip = own.Addr
+			}
+			if s.probe(w, r, old, skip) {
+				return
+			}
+		}
+		msg := fmt.Sprintf(format, args...)
+		if old != nil {
+			// The owner map these causes come from is not current: the
+			// cause is that the group could not be read.
+			switch cause {
+			case CauseNoOwner, CauseMoving, CauseRestoring, CauseAddressUnknown:
+				cause = CauseGroupRead
+			}
+			msg += fmt.Sprintf("; %v: the owner map is the last one read, %v old", old.Err, old.Age.Round(time.Millisecond))
+			e.OwnerMapAgeMs = setOwnerMapAge(w, old)
+		}
+		e.Error, e.Cause, e.Owner = msg+stale, cause, own
 		writeError(w, http.StatusServiceUnavailable, e)
 	}
 	if r.Header.Get(ForwardedHeader) != "" {
@@ -168,8 +194,22 @@ func (s *server) elsewhere(w http.ResponseWriter, r *http.Request, info runtime.
 			}
 		}
 		started := time.Now()
-		own, ok, lerr := s.owners.lookup(r.Context(), id, notBefore)
-		notBefore = started
+		own, ok, o, lerr := s.owners.lookup(r.Context(), id, notBefore)
+		notBefore, old = started, o
+		// The group cannot be read and the owner the last map names
+		// could not answer: the partition may have moved since. The
+		// other instances are asked once; only the one that runs it
+		// answers.
+		if old != nil && attempt > 0 && !probed {
+			probed = true
+			skip := ""
+			if ok {
+				skip = own.Addr // asked again below
+			}
+			if s.probe(w, r, old, skip) {
+				return
+			}
+		}
 		switch {
 		case lerr != nil:
 			fail(CauseGroupRead, nil, "%s", lerr.Error())
@@ -200,7 +240,7 @@ func (s *server) elsewhere(w http.ResponseWriter, r *http.Request, info runtime.
 			fail(CauseUnreachable, &own, "query: owner %s (member %s) of partition %d of store %q is unreachable: %v", own.Addr, own.Member, p, name, forwardErr)
 			return
 		}
-		status, ctype, body, ferr := s.forward(r.Context(), own.Addr, r)
+		status, ctype, body, ferr := s.forward(r.Context(), own.Addr, r, old)
 		// A 503 from the owner's address is an instance there that is
 		// starting (topics not ready): not the member the group lists,
 		// which ran the partition, but one restarted at its address. It
@@ -233,9 +273,35 @@ func (s *server) elsewhere(w http.ResponseWriter, r *http.Request, info runtime.
 			fail(CauseMoving, &own, "query: partition %d of store %q is moving between instances: its owner as the group lists it, member %s at %s, turned the request away until the wait ended; try again", p, name, own.Member, own.Addr)
 			return
 		}
+		setOwnerMapAge(w, old)
 		copyReply(w, status, ctype, body)
 		return
 	}
+}
+
+// probe asks the instances the last read of the group listed (in random
+// order; not this one, nor skip) for r, forwarded: the one that runs the
+// partition answers (200 or 404), the others turn it away (421). It
+// serves while the group cannot be read and the owner the last map names
+// cannot answer. The first 200 or 404 is the reply; probe reports whether
+// there was one.
+func (s *server) probe(w http.ResponseWriter, r *http.Request, old *staleMap, skip string) bool {
+	addrs := s.owners.addresses()
+	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
+	for _, addr := range addrs {
+		if addr == s.cfg.Self || addr == "" || addr == skip {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), RebalanceWait)
+		status, ctype, body, err := s.forward(ctx, addr, r, old)
+		cancel()
+		if err == nil && (status == http.StatusOK || status == http.StatusNotFound) {
+			setOwnerMapAge(w, old)
+			copyReply(w, status, ctype, body)
+			return true
+		}
+	}
+	return false
 }
 
 // copies asks the other instances the group lists (in random order, not
@@ -252,7 +318,7 @@ func (s *server) copies(w http.ResponseWriter, r *http.Request, failed *Owner) b
 			continue
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), RebalanceWait)
-		status, ctype, body, err := s.forward(ctx, addr, r)
+		status, ctype, body, err := s.forward(ctx, addr, r, nil)
 		cancel()
 		if err == nil && (status == http.StatusOK || status == http.StatusNotFound) {
 			copyReply(w, status, ctype, body)

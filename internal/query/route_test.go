@@ -34,9 +34,15 @@ func deadAddr(t *testing.T) string {
 	return addr
 }
 
-// answering serves every query with a 200 naming role, and counts them.
+// answering serves every query with a 200 naming role, and counts them;
+// as an instance does, a copy that is not the owner's ("standby") turns an
+// owner-only query away (421).
 func answering(role string, n *atomic.Int32) *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if role != runtime.RoleActive && r.URL.Query().Get(MaxLagParam) == "" {
+			writeError(w, http.StatusMisdirectedRequest, apiError{Error: "query: does not run partition 0"})
+			return
+		}
 		n.Add(1)
 		writeJSON(w, http.StatusOK, KeyReply{Store: "s", Key: "k", Value: 1, ServedBy: r.Host, Role: role})
 	}))

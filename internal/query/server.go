@@ -40,8 +40,8 @@ const DefaultLimit = 1000
 
 // Config configures the handler.
 type Config struct {
-	// Runtime is the run's runtime; required.
-	Runtime *runtime.Runtime
+	// Runtime is the run's runtime, read only; required.
+	Runtime runtime.QueryView
 	// Members reads the consumer group's members; required.
 	Members Members
 	// Self is the address this instance advertises; required.
@@ -66,6 +66,9 @@ type Config struct {
 	// forwards over HTTPS only; Client must trust the instances'
 	// certificates.
 	TLS bool
+	// Status, if set, serves the status page at / and its reports under
+	// /status/ (internal/status), behind the same Auth.
+	Status http.Handler
 }
 
 // Health is the application's state as /healthz and /readyz report it.
@@ -88,7 +91,7 @@ type Health struct {
 
 type server struct {
 	cfg    Config
-	rt     *runtime.Runtime
+	rt     runtime.QueryView
 	owners *owners
 }
 
@@ -133,6 +136,10 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET /stores/{store}/keys/{key}", s.counted(s.key))
 	mux.HandleFunc("GET /stores/{store}/keys", s.counted(s.rangeAll))
 	mux.HandleFunc("GET /stores/{store}/partitions/{partition}/keys", s.counted(s.rangePartition))
+	if cfg.Status != nil {
+		mux.Handle("GET /{$}", cfg.Status)
+		mux.Handle("GET /status/", cfg.Status)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, apiError{Error: "no such endpoint: " + r.Method + " " + r.URL.Path})
 	})
@@ -148,6 +155,9 @@ type apiError struct {
 	Owner     *Owner `json:"owner,omitempty"`
 	// Cause names why a 503 could not answer (Cause* constants).
 	Cause string `json:"cause,omitempty"`
+	// OwnerMapAgeMs: the owner was looked up in a map that is not
+	// current, this old (OwnerMapAgeHeader).
+	OwnerMapAgeMs *int64 `json:"ownerMapAgeMs,omitempty"`
 }
 
 func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
@@ -240,7 +250,8 @@ func (s *server) key(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, apiError{Error: err.Error(), Store: name, Key: text, Partition: &p})
 	default:
 		writeJSON(w, http.StatusOK, KeyReply{Store: name, Key: text, Partition: p, Value: v, Windows: ws,
-			ValidFromMs: validFrom, ValidToMs: validTo, ServedBy: s.cfg.Self, Role: c.Role, Lag: c.Lag})
+			ValidFromMs: validFrom, ValidToMs: validTo, ServedBy: s.cfg.Self, Role: c.Role, Lag: c.Lag,
+			OwnerMapAgeMs: forwardedOwnerMapAge(r)})
 	}
 }
 
@@ -279,7 +290,8 @@ func (s *server) servePartition(w http.ResponseWriter, r *http.Request, info run
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, apiError{Error: err.Error(), Store: name, Partition: &p})
 	default:
-		writeJSON(w, http.StatusOK, RangeReply{Store: name, Entries: entries, Truncated: more, Lag: c.Lag})
+		writeJSON(w, http.StatusOK, RangeReply{Store: name, Entries: entries, Truncated: more, Lag: c.Lag,
+			OwnerMapAgeMs: forwardedOwnerMapAge(r)})
 	}
 }
 
@@ -318,10 +330,14 @@ func (s *server) rangeAll(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Entries = append(out.Entries, part.Entries...)
 		out.Lag = max(out.Lag, part.Lag)
+		out.OwnerMapAgeMs = maxAge(out.OwnerMapAgeMs, maxAge(part.OwnerMapAgeMs, parseOwnerMapAge(rec.header.Get(OwnerMapAgeHeader))))
 		if part.Truncated || len(out.Entries) >= limit {
 			out.Truncated = part.Truncated || p < info.Partitions-1
 			break
 		}
+	}
+	if out.OwnerMapAgeMs != nil {
+		w.Header().Set(OwnerMapAgeHeader, strconv.FormatInt(*out.OwnerMapAgeMs, 10))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -366,8 +382,9 @@ func (s *server) store(w http.ResponseWriter, name string) (runtime.StoreInfo, b
 	return info, true
 }
 
-// forward sends r to the instance at addr and returns its reply.
-func (s *server) forward(ctx context.Context, addr string, r *http.Request) (int, string, []byte, error) {
+// forward sends r to the instance at addr and returns its reply; old, if
+// the owner map that chose addr is stale, tells the instance its age.
+func (s *server) forward(ctx context.Context, addr string, r *http.Request, old *staleMap) (int, string, []byte, error) {
 	base, err := s.ownerURL(addr)
 	if err != nil {
 		return 0, "", nil, err
@@ -377,6 +394,9 @@ func (s *server) forward(ctx context.Context, addr string, r *http.Request) (int
 		return 0, "", nil, err
 	}
 	req.Header.Set(ForwardedHeader, s.cfg.Self)
+	if old != nil {
+		req.Header.Set(OwnerMapAgeHeader, strconv.FormatInt(old.Age.Milliseconds(), 10))
+	}
 	if auth := r.Header.Get("Authorization"); auth != "" {
 		req.Header.Set("Authorization", auth)
 	}

@@ -74,7 +74,7 @@ func (r *Runtime) handleBadRecord(ctx context.Context, rec kafka.Record, err err
 		return nil
 	case DeadLetter:
 		dlq := deadLetter(rec, re)
-		if err := r.output.Send(ctx, dlq); err != nil {
+		if err := r.committer.Send(ctx, dlq); err != nil {
 			return fmt.Errorf("runtime: dead-letter %s/%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 		}
 		r.stats.DeadLetter.Add(1)

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,17 +9,6 @@ import (
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/offsets"
 )
-
-// ErrRewind is wrapped by Commit's (and Task.Process's) errors that the
-// engine survives by rewinding: the open transaction was aborted (or its
-// outcome is unknown and the producer was re-created), so every task must
-// go back to the last committed offsets and drop its state — engines do
-// that by ending the group session (claims restart at the committed
-// offsets) and releasing the tasks (state is restored from the committed
-// changelog). Under at-least-once Commit returns it when the member was
-// removed from the group, or when an output was not delivered for a cause
-// that heals (see Commit).
-var ErrRewind = errors.New("runtime: epoch not committed; rewind to the committed offsets")
 
 // Positions are the next offsets to process, per partition.
 type Positions map[offsets.TopicPartition]int64
@@ -110,7 +98,7 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 	kept, decided := r.layers.takeKept()
 	defer decided()
 	changelog := r.pendingChangelog() + heldChangelog(kept)
-	if err := r.Timed(PhaseMembership, &ph.Membership, func() error { return r.checkMembership(ctx, s, changelog) }); err != nil {
+	if err := r.Timed(PhaseMembership, &ph.Membership, func() error { return r.committer.confirmMember(ctx, s, changelog) }); err != nil {
 		discardLayers(kept)
 		r.dropStaged()
 		return err
@@ -123,7 +111,7 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 		}
 		return r.flushFailed(ctx, err)
 	}
-	err := r.commitKafka(ctx, positions, s, ph)
+	err := r.committer.commit(ctx, positions, s, ph)
 	switch {
 	case errors.Is(err, ErrCommitLater):
 		r.layers.keep(kept...)
@@ -156,11 +144,7 @@ func (r *Runtime) flushFailed(ctx context.Context, err error) error {
 		return err
 	}
 	r.dropStaged()
-	if r.txn != nil {
-		err = r.txn.recover(ctx, err)
-		r.txn.held.clear()
-	}
-	return err
+	return r.committer.rewind(ctx, err)
 }
 
 // outputsThenChangelogs sends the changelog records the kept layers
@@ -174,10 +158,8 @@ func (r *Runtime) flushFailed(ctx context.Context, err error) error {
 // output again (an aggregate update never written). Under exactly-once the
 // transaction makes both or neither visible.
 func (r *Runtime) outputsThenChangelogs(ctx context.Context, ph *Phases, kept []*epochLayer) error {
-	if r.txn == nil && r.pendingChangelog()+heldChangelog(kept) > 0 {
-		if err := r.Timed(PhaseOutputsWait, &ph.OutputsWait, func() error { return r.flushOutputs(ctx) }); err != nil {
-			return err
-		}
+	if err := r.committer.outputsFirst(ctx, ph, r.pendingChangelog()+heldChangelog(kept)); err != nil {
+		return err
 	}
 	return r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error {
 		if err := r.sendHeld(ctx, kept); err != nil {
@@ -187,116 +169,13 @@ func (r *Runtime) outputsThenChangelogs(ctx context.Context, ph *Phases, kept []
 	})
 }
 
-// flushOutputs waits until every record sent to the at-least-once
-// producer is acknowledged. A record no retry can deliver (explainOutput)
-// is fatal. One the producer gave up on for a cause that heals rewinds
-// (ErrRewind): sarama gives a record back at once, retries left or not,
-// when the connection to a partition's leader broke and no new leader is
-// known yet — a broker killed while the controller elects ("broker not
-// connected", even 20 s into an outage its retries would outlast) — and
-// an epoch with an output missing must not commit. The epoch is not committed, so
-// the engine goes back to the committed offsets, drops the state staged
-// since and restores it, as a restart would, without stopping the
-// application. Rewinds in a row back off as exactly-once's do
-// (rewindBackoff).
-func (r *Runtime) flushOutputs(ctx context.Context) error {
-	err := r.producer.Flush(ctx)
-	if err == nil {
-		r.deliveryRewinds.Store(0)
-		return nil
-	}
-	heals, fatal := r.undelivered(ctx, err)
-	if fatal != nil {
-		return r.failing(fmt.Errorf("runtime: flush outputs: %w", fatal))
-	}
-	if !heals {
-		return fmt.Errorf("runtime: flush outputs: %w", err)
-	}
-	n := int(r.deliveryRewinds.Add(1))
-	wait := rewindBackoff(n)
-	_ = kafka.Pause(ctx, wait) // a stop rewinds at once: the engine ends anyway
-	if n > 1 {
-		return fmt.Errorf("%w: an output was not delivered (%d in a row; retried after %v): %w", ErrRewind, n, wait, err)
-	}
-	return fmt.Errorf("%w: an output was not delivered: %w", ErrRewind, err)
-}
-
-func (r *Runtime) commitKafka(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) error {
-	if r.txn != nil {
-		return r.Timed(PhaseTxnCommit, &ph.TxnCommit, func() error { return r.txn.commit(ctx, positions, s) })
-	}
-	if err := r.Timed(PhaseFlush, &ph.Flush, func() error { return r.flushOutputs(ctx) }); err != nil {
-		return err
-	}
-	if len(positions) == 0 || s == nil {
-		return nil
-	}
-	for tp, next := range positions {
-		s.MarkOffset(tp.Topic, tp.Partition, next)
-	}
-	sent := time.Now()
-	if err := r.Timed(PhaseOffsetCommit, &ph.OffsetCommit, func() error { return s.Commit(ctx) }); err != nil {
-		if kafka.MemberGone(err) {
-			// Removed from the group: the partitions are another member's
-			// now. Stop at once — every record processed from here on is a
-			// zombie's — drop the state and rejoin.
-			return fmt.Errorf("%w: %w", ErrRewind, err)
-		}
-		return fmt.Errorf("%w: %w", ErrCommitLater, err)
-	}
-	r.aliveAt = sent
-	return nil
-}
-
-// checkMembership keeps a removed member from writing its epoch's
-// changelog under at-least-once, where nothing fences it: a member with
-// changelog records to write that has not heard from the coordinator for
-// half a session timeout — its process stalled (a GC or VM pause,
-// SIGSTOP), or a batch ran long — first asks whether it is still in the
-// group (Admin.Heartbeat). If it was removed, its partitions
-// have new owners that restored without this epoch, and its changelog
-// records would land after theirs: it writes nothing, drops the epoch and
-// rewinds (ErrRewind), and rejoins. An answer it cannot read lets the
-// commit go on (the commit then tells). Restores skip what a stall in the
-// middle of the flush still lets through (writer.go).
-func (r *Runtime) checkMembership(ctx context.Context, s kafka.Session, changelog int) error {
-	if r.txn != nil || s == nil {
-		return nil
-	}
-	if time.Since(r.aliveAt) < cmp.Or(r.cfg.SessionTimeout, kafka.DefaultSessionTimeout)/2 || changelog == 0 {
-		return nil
-	}
-	sent := time.Now()
-	err := r.admin.Heartbeat(ctx, s.GroupMetadata())
-	switch {
-	case err == nil:
-		r.aliveAt = sent
-		return nil
-	case kafka.MemberGone(err):
-		return fmt.Errorf("%w: removed from the group before the commit: %w", ErrRewind, err)
-	default:
-		r.log.Debug("weir: membership check failed; committing anyway", "err", err)
-		return nil
-	}
-}
-
-// ErrCommitLater wraps an at-least-once offset commit that failed after the
-// outputs were acknowledged: nothing is lost, the next commit carries the
-// offsets (and applies the state kept since).
-var ErrCommitLater = errors.New("runtime: offsets not committed; the next commit carries them")
-
 // Rewind ends a transaction that a Send doomed (an error wrapping
 // ErrRewind from Task.Process): it is aborted, or the producer re-created,
 // and a new one begins. The engine then rewinds its tasks. Under
 // at-least-once there is nothing to end.
 func (r *Runtime) Rewind(ctx context.Context, cause error) error {
 	r.dropStaged()
-	if r.txn == nil {
-		r.notify(cause, nil)
-		return nil
-	}
-	err := r.txn.recover(ctx, cause)
-	r.txn.held.clear() // the records held, if any, are the rewound epoch's
+	err := r.committer.rewind(ctx, cause)
 	if !errors.Is(err, ErrRewind) {
 		return err
 	}

@@ -62,21 +62,6 @@ import (
 // wait meanwhile (held.go), though the barrier is not held.
 const PhaseHeldRelease = "held_release"
 
-// EpochCut is an epoch cut under the engine's barrier (CutBehind), for
-// CommitBehind to commit behind it.
-type EpochCut struct {
-	positions Positions
-	// txn is set for an exactly-once cut; layer is the epoch's state,
-	// frozen pending (nil if the tasks wrote none), and applyWait what the
-	// cut spent on state (PhaseStateApply).
-	txn       bool
-	layer     *epochLayer
-	applyWait time.Duration
-	// decided ends the wait of waitApplied for the layer (layers.go); nil
-	// for a stateless at-least-once cut, the positions alone.
-	decided func()
-}
-
 // Stateless reports a topology without state stores: its tasks stage no
 // state and write no changelog, so an epoch's commit is its outputs' and
 // its offsets' alone (see CommitBehind).
@@ -93,120 +78,7 @@ func (r *Runtime) Stateless() bool {
 // CommitBehind: with the state applied behind (ApplyStateBehind), or
 // at-least-once with a stateless topology.
 func (r *Runtime) CanCommitBehind() bool {
-	return r.layers.behind != nil || (r.txn == nil && r.Stateless())
-}
-
-// CutBehind is the part of an epoch's commit that needs the tasks
-// stopped (see above), for the epoch whose records end at positions. Its
-// errors are Commit's: under exactly-once an output the transaction
-// refused aborts it (ErrRewind) and drops the epoch's state, as does a
-// record held during the previous commit that failed when sent; under
-// at-least-once a member removed from its group before the cut wrote its
-// changelog records rewinds (ErrRewind, see checkMembership). After an
-// error there is nothing to commit behind.
-func (r *Runtime) CutBehind(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) (*EpochCut, error) {
-	if ph == nil {
-		ph = &Phases{}
-	}
-	c := &EpochCut{positions: positions, txn: r.txn != nil}
-	if !c.txn && r.Stateless() {
-		return c, nil
-	}
-	if err := r.cut(ctx, c, s, ph); err != nil {
-		return nil, r.observeCommit(positions, func() error { return err })
-	}
-	return c, nil
-}
-
-// cut is CutBehind's work but for a stateless at-least-once topology.
-func (r *Runtime) cut(ctx context.Context, c *EpochCut, s kafka.Session, ph *Phases) error {
-	if err := r.StateApplyFailed(); err != nil {
-		return err
-	}
-	if c.txn {
-		if err := r.txn.held.failed(); err != nil {
-			return r.flushFailed(ctx, err)
-		}
-	}
-	if err := r.flushCaches(ctx); err != nil {
-		return r.flushFailed(ctx, fmt.Errorf("runtime: flush record caches: %w", err))
-	}
-	var held []taskRecord
-	pending := r.pendingChangelog()
-	now := c.txn
-	if !now {
-		var err error
-		if now, err = r.outputsAckedSoon(ctx, ph, pending); err != nil {
-			return r.flushFailed(ctx, err)
-		}
-	}
-	if now {
-		// As Commit: the member is still in its group before this
-		// epoch's changelog records are written.
-		if err := r.Timed(PhaseMembership, &ph.Membership, func() error { return r.checkMembership(ctx, s, pending) }); err != nil {
-			r.dropStaged()
-			return err
-		}
-		if err := r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error { return r.flushChangelogs(ctx) }); err != nil {
-			return r.flushFailed(ctx, err)
-		}
-	} else {
-		// Held for the commit behind, which sends them once the outputs
-		// before them are acknowledged (sendChangelogs).
-		var err error
-		if held, err = r.holdChangelogs(ctx); err != nil {
-			return err
-		}
-	}
-	start := time.Now()
-	l, err := r.freezeStaged(true)
-	if err != nil {
-		r.dropStaged()
-		return err
-	}
-	if l == nil && len(held) > 0 {
-		l = &epochLayer{}
-	}
-	if l != nil {
-		l.changelog = held
-	}
-	c.layer = l
-	c.applyWait = time.Since(start)
-	c.decided = r.layers.cutPending()
-	if c.txn {
-		r.txn.held.hold()
-	}
-	return nil
-}
-
-// cutOutputsWait bounds how long an at-least-once cut waits, under the
-// engine's barrier, for the outputs sent before its changelog records
-// (outputsAckedSoon).
-const cutOutputsWait = 20 * time.Millisecond
-
-// outputsAckedSoon reports whether an at-least-once cut sends its
-// changelog records itself: there are some (pending, as
-// pendingChangelog counts them), no kept layer holds older
-// ones, and every output sent so far is acknowledged within
-// cutOutputsWait (PhaseOutputsWait). The sends then have the producer's
-// input to themselves — about 3 ms a word-count epoch on Kafka 4.4, where
-// sent behind the barrier they queue with the claims' outputs for 66–76
-// ms, and the commit behind falls behind the next epoch end
-// (bench/results/kafka-4.4-commit-path-and-linger-2026-12-02-to-04/2026-12-02-changelog-sent-behind-the-barrier.md). A
-// broker slower than that, or refusing the outputs, never holds the
-// barrier longer: the records are held for the commit behind
-// (sendChangelogs). Its error is a delivery failure (see flushOutputs).
-func (r *Runtime) outputsAckedSoon(ctx context.Context, ph *Phases, pending int) (bool, error) {
-	if pending == 0 || r.layers.keptChangelog() {
-		return false, nil
-	}
-	bctx, cancel := context.WithTimeout(ctx, cutOutputsWait)
-	defer cancel()
-	err := r.Timed(PhaseOutputsWait, &ph.OutputsWait, func() error { return r.flushOutputs(bctx) })
-	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		return false, nil
-	}
-	return err == nil, err
+	return r.layers.behind != nil || (r.committer.positionsAlone() && r.Stateless())
 }
 
 // CommitBehind commits an epoch cut by CutBehind while the tasks go on
@@ -238,7 +110,7 @@ func (r *Runtime) CommitBehind(ctx context.Context, c *EpochCut, s kafka.Session
 	}
 	return r.observeCommit(c.positions, func() error {
 		if c.decided == nil {
-			return r.commitKafka(ctx, c.positions, s, ph) // stateless at-least-once: nothing was cut
+			return r.committer.commit(ctx, c.positions, s, ph) // stateless at-least-once: nothing was cut
 		}
 		return r.commitCut(ctx, c, s, ph)
 	})
@@ -253,10 +125,10 @@ func (r *Runtime) commitCut(ctx context.Context, c *EpochCut, s kafka.Session, p
 	layers := append(kept, c.layer) // oldest first
 	err := r.sendChangelogs(ctx, s, ph, layers)
 	if err == nil {
-		err = r.commitKafka(ctx, c.positions, s, ph)
+		err = r.committer.commit(ctx, c.positions, s, ph)
 	}
 	if err != nil {
-		if !c.txn && (errors.Is(err, ErrCommitLater) || Stopped(ctx, err)) {
+		if r.committer.behindFailed(ctx, err) {
 			// Acknowledged, perhaps, but not committed: kept (see
 			// Commit), as is a commit a stop cut short, for the claims'
 			// last commits; changelog records not sent yet go with them.
@@ -264,11 +136,6 @@ func (r *Runtime) commitCut(ctx context.Context, c *EpochCut, s kafka.Session, p
 		}
 		discardLayers(kept)
 		c.layer.discard()
-		if c.txn {
-			// The transaction is ended (recover); the records held and
-			// the Sends until the rewind belong to the epoch it rewinds.
-			r.txn.held.fail(err)
-		}
 		return err
 	}
 	start := time.Now()
@@ -278,11 +145,7 @@ func (r *Runtime) commitCut(ctx context.Context, c *EpochCut, s kafka.Session, p
 		err = r.applyFrozenLayer(c.layer)
 	}
 	r.ObservePhase(PhaseStateApply, &ph.StateApply, c.applyWait+time.Since(start))
-	if c.txn {
-		if rerr := r.Timed(PhaseHeldRelease, nil, func() error { return r.txn.release(ctx) }); rerr != nil {
-			r.log.Warn("weir: an output held during the commit failed; the next epoch rewinds", "err", rerr)
-		}
-	}
+	r.committer.behindCommitted(ctx)
 	return err
 }
 
@@ -295,10 +158,10 @@ func (r *Runtime) sendChangelogs(ctx context.Context, s kafka.Session, ph *Phase
 	if n == 0 {
 		return nil
 	}
-	if err := r.Timed(PhaseOutputsWait, &ph.OutputsWait, func() error { return r.flushOutputs(ctx) }); err != nil {
+	if err := r.committer.outputsFirst(ctx, ph, n); err != nil {
 		return err
 	}
-	if err := r.Timed(PhaseMembership, &ph.Membership, func() error { return r.checkMembership(ctx, s, n) }); err != nil {
+	if err := r.Timed(PhaseMembership, &ph.Membership, func() error { return r.committer.confirmMember(ctx, s, n) }); err != nil {
 		return err
 	}
 	return r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error { return r.sendHeld(ctx, ls) })
@@ -326,7 +189,7 @@ func (r *Runtime) sendHeld(ctx context.Context, ls []*epochLayer) error {
 			continue
 		}
 		for _, tr := range l.changelog {
-			if err := r.output.Send(ctx, tr.rec); err != nil {
+			if err := r.committer.Send(ctx, tr.rec); err != nil {
 				return fmt.Errorf("runtime: changelog: %w", err)
 			}
 			r.stats.RecordsOut.Add(1)
@@ -386,10 +249,5 @@ func (r *Runtime) RewindBehind(cause error) {
 		return
 	}
 	r.dropStaged()
-	if r.txn != nil {
-		r.txn.held.clear()
-	}
+	r.committer.dropHeld()
 }
-
-// ExactlyOnce reports transactional output (EnableExactlyOnce).
-func (r *Runtime) ExactlyOnce() bool { return r.txn != nil }

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -17,10 +16,6 @@ import (
 // of a flush never run past the end of a full volume, which Badger cannot
 // survive (SIGBUS).
 const DefaultMinFreeDisk = 256 << 20
-
-// ErrDiskFull is the cause the App reports (Retrying, /readyz 503) while
-// the state volume's free space is below Config.MinFreeDisk.
-var ErrDiskFull = errors.New("runtime: disk full")
 
 // diskPoll is how often a paused instance looks at the free space again.
 const diskPoll = 500 * time.Millisecond

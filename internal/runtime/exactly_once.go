@@ -10,6 +10,7 @@ import (
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/txn"
+	"github.com/weirstream/weir/statestore"
 )
 
 // txnOutput makes every record tasks write part of one open transaction,
@@ -35,11 +36,12 @@ type txnOutput struct {
 	beforeCommit func()
 }
 
-// EnableExactlyOnce switches the runtime to transactional output: a
-// transactional producer with transactionalID ("<application>-<instance
-// id>", stable across restarts so that a restart fences its own zombie),
-// read_committed restore. Call it before Prepare; the engines then commit
-// with Commit and survive ErrRewind.
+// EnableExactlyOnce switches the runtime to transactional output (the
+// exactly-once committer, committer.go): a transactional producer with
+// transactionalID ("<application>-<instance id>", stable across restarts
+// so that a restart fences its own zombie), read_committed restore and
+// group reads. Call it before Prepare; the engines then commit with
+// Commit and survive ErrRewind.
 func (r *Runtime) EnableExactlyOnce(ctx context.Context, transactionalID string) error {
 	sess, err := txn.New(ctx, txn.Config{
 		Kafka: r.cfg.Kafka, TransactionalID: transactionalID,
@@ -52,57 +54,24 @@ func (r *Runtime) EnableExactlyOnce(ctx context.Context, transactionalID string)
 		_ = sess.Close()
 		return fmt.Errorf("runtime: %w", err)
 	}
-	t := &txnOutput{rt: r, sess: sess, last: Positions{}, held: newHeldSends(heldRecords, heldBytes)}
-	r.txn = t
-	r.UseTransactions(t)
+	r.committer = &txnOutput{rt: r, sess: sess, last: Positions{}, held: newHeldSends(heldRecords, heldBytes)}
+	r.readCommitted.Store(true)
 	return nil
 }
 
-// Send adds r to the open transaction, or, while a transaction commits
-// behind processing, holds it for the next one (held.go). An error that
-// dooms the transaction wraps ErrRewind: the engine rewinds instead of
-// stopping.
-func (t *txnOutput) Send(ctx context.Context, r kafka.Record) error {
-	if held, err := t.held.add(ctx, r); held || err != nil {
-		return err
-	}
-	return t.send(ctx, r)
+var _ committer = (*txnOutput)(nil)
+
+// commit ends the open transaction with the offsets and opens the next
+// (PhaseTxnCommit; commitTxn).
+func (t *txnOutput) commit(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) error {
+	return t.rt.Timed(PhaseTxnCommit, &ph.TxnCommit, func() error { return t.commitTxn(ctx, positions, s) })
 }
 
-// release sends the records held while the previous transaction
-// committed into the open one, in order, then lets Sends go to it again
-// (heldSends.release). The first that fails dooms the transaction: the
-// Sends after it and the next commit return its error.
-func (t *txnOutput) release(ctx context.Context) error {
-	return t.held.release(func(r kafka.Record) error { return t.send(ctx, r) })
-}
-
-// send is Send without the holding.
-func (t *txnOutput) send(ctx context.Context, r kafka.Record) error {
-	err := t.sess.Send(ctx, r)
-	if err == nil {
-		t.sent.Add(1)
-		return nil
-	}
-	if rewindable(err) || errors.Is(err, txn.ErrNoTransaction) {
-		return fmt.Errorf("%w: %w", ErrRewind, err)
-	}
-	if Stopped(ctx, err) {
-		return fmt.Errorf("runtime: send: %w", err)
-	}
-	if fatal := t.rt.explainOutput(ctx, err); fatal != nil {
-		err = fatal
-	}
-	// The transaction cannot commit: the epoch ends the application.
-	t.fatal = t.rt.failing(fmt.Errorf("runtime: send: %w", err))
-	return t.fatal
-}
-
-// commit ends the open transaction with the offsets and opens the next. An
+// commitTxn ends the open transaction with the offsets and opens the next. An
 // epoch that sent nothing and whose offsets the last transaction committed
 // (committed) keeps its transaction open; one that only moved offsets
 // (its records were all filtered out) commits them.
-func (t *txnOutput) commit(ctx context.Context, positions Positions, s kafka.Session) error {
+func (t *txnOutput) commitTxn(ctx context.Context, positions Positions, s kafka.Session) error {
 	if t.fatal != nil {
 		// A transaction that cannot commit: no waiting for its records.
 		return t.fatal
@@ -248,3 +217,74 @@ func (t *txnOutput) close(ctx context.Context) error {
 	}
 	return t.sess.Close()
 }
+
+// rewind ends the doomed transaction (recover) and drops the records held
+// for the next one, which are the rewound epoch's.
+func (t *txnOutput) rewind(ctx context.Context, cause error) error {
+	err := t.recover(ctx, cause)
+	t.held.clear()
+	return err
+}
+
+// confirmMember: a replaced member's transaction is fenced (KIP-447), its
+// changelog records never become visible.
+func (t *txnOutput) confirmMember(context.Context, kafka.Session, int) error { return nil }
+
+// outputsFirst: the transaction makes the outputs and the changelog
+// records visible together, or neither.
+func (t *txnOutput) outputsFirst(context.Context, *Phases, int) error { return nil }
+
+// claimChangelogs: a replaced owner's records never commit, so there is
+// nothing to claim.
+func (t *txnOutput) claimChangelogs(context.Context, *Task, []statestore.Spec) error { return nil }
+
+// acked reads the offsets the transaction's producers had acknowledged.
+func (t *txnOutput) acked() *kafka.AckedOffsets { return t.sess.Acked() }
+
+// positionsAlone: the Sends after the cut are held for the next
+// transaction even in a stateless epoch.
+func (t *txnOutput) positionsAlone() bool { return false }
+
+// startCut fails the cut if a record held during the previous commit
+// failed when sent: the open transaction is doomed.
+func (t *txnOutput) startCut(context.Context) error { return t.held.failed() }
+
+// changelogsAtCut: the changelog records go into the open transaction at
+// the cut, whatever became of the outputs.
+func (t *txnOutput) changelogsAtCut(context.Context, *Phases, int) (bool, error) { return true, nil }
+
+// endCut holds the claims' Sends from here on for the next transaction
+// (held.go).
+func (t *txnOutput) endCut() { t.held.hold() }
+
+// behindFailed: the transaction is ended (recover); the records held and
+// the Sends until the rewind belong to the epoch it rewinds. Nothing is
+// kept.
+func (t *txnOutput) behindFailed(_ context.Context, err error) bool {
+	t.held.fail(err)
+	return false
+}
+
+// behindCommitted sends the records held during the commit into the new
+// transaction (PhaseHeldRelease). One that fails does not fail the epoch
+// that committed: it dooms the next (startCut, or Commit).
+func (t *txnOutput) behindCommitted(ctx context.Context) {
+	if err := t.rt.Timed(PhaseHeldRelease, nil, func() error { return t.release(ctx) }); err != nil {
+		t.rt.log.Warn("weir: an output held during the commit failed; the next epoch rewinds", "err", err)
+	}
+}
+
+// dropHeld drops the records held since the cut.
+func (t *txnOutput) dropHeld() { t.held.clear() }
+
+// commitStopGrace bounds an exactly-once commit behind after a stop.
+const commitStopGrace = 30 * time.Second
+
+// stopGrace: a transaction's commit cut short would leave its outcome
+// unknown and the records held for the next one unsent, so a stop lets it
+// finish for up to commitStopGrace.
+func (t *txnOutput) stopGrace() time.Duration { return commitStopGrace }
+
+// holdsSends: the claims' Sends wait in the held records, a bounded
+// buffer, while the transaction commits.
+func (t *txnOutput) holdsSends() bool { return true }

@@ -17,4 +17,4 @@ func DBReader(r *Runtime, store string, partition int32) (statestore.Store, erro
 }
 
 // SetBeforeTxnCommit makes fn run before each transaction's commit.
-func SetBeforeTxnCommit(r *Runtime, fn func()) { r.txn.beforeCommit = fn }
+func SetBeforeTxnCommit(r *Runtime, fn func()) { r.committer.(*txnOutput).beforeCommit = fn }

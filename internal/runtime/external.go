@@ -35,11 +35,6 @@ const externalRetryFor = 10 * time.Second
 // externalParallel bounds the tasks whose writes run at once.
 const externalParallel = 8
 
-// ErrExternalRecord is wrapped by the error a sink write fails with when
-// a record the store refuses falls under the Fail bad-record policy: the
-// application stops.
-var ErrExternalRecord = errors.New("runtime: a record the external sink refuses")
-
 // taskExternal is a task's state for its external sinks, guarded by the
 // task's lock.
 type taskExternal struct {
@@ -380,7 +375,7 @@ func (r *Runtime) badExternal(ctx context.Context, name string, took *[]sink.Ref
 				kafka.Header{Key: HeaderSourcePartiton, Value: []byte(strconv.Itoa(int(rec.Source.Partition)))},
 				kafka.Header{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(rec.Offset, 10))},
 			)
-			if err := r.output.Send(ctx, dlq); err != nil {
+			if err := r.committer.Send(ctx, dlq); err != nil {
 				return fmt.Errorf("runtime: dead-letter a record external sink %q refuses: %w", name, err)
 			}
 			handled[id] = true

@@ -228,10 +228,6 @@ func (r *Runtime) pollGlobal(ctx context.Context, gs *globalState, gt *globalTab
 	return r.readGlobal(ctx, gs, gt, ends)
 }
 
-// errGlobalFatal marks the global reader's failures that retrying does not
-// cure: a bad record under the Fail policy, a store that refuses a write.
-var errGlobalFatal = errors.New("the global reader cannot go on")
-
 // readGlobal reads gt's partitions from gt.next up to ends and applies
 // their records, restoreBatch records to a Badger Apply.
 func (r *Runtime) readGlobal(ctx context.Context, gs *globalState, gt *globalTable, ends map[int32]int64) error {
@@ -309,8 +305,6 @@ type globalBatch struct {
 }
 
 var _ statestore.KeyValueStore = (*globalBatch)(nil)
-
-var errGlobalBatchRead = errors.New("runtime: a global table's batch is written, never read")
 
 func (b *globalBatch) Name() string { return b.name }
 func (b *globalBatch) Close() error { return nil }

@@ -2,11 +2,17 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/weirstream/weir/internal/kafka"
+	"github.com/weirstream/weir/internal/txn"
 )
 
+// The exactly-once send path: txnOutput.Send puts a task's record into
+// the open transaction, or holds it for the next one.
+//
 // Held sends. While an epoch's transaction commits behind processing
 // (CutBehind, CommitBehind), the producer cannot add to the next one: Kafka
 // refuses a record of the next transaction before EndTxn returns. The
@@ -154,4 +160,44 @@ func recordSize(r kafka.Record) int {
 		n += len(h.Key) + len(h.Value)
 	}
 	return n
+}
+
+// Send adds r to the open transaction, or, while a transaction commits
+// behind processing, holds it for the next one (heldSends.add). An error that
+// dooms the transaction wraps ErrRewind: the engine rewinds instead of
+// stopping.
+func (t *txnOutput) Send(ctx context.Context, r kafka.Record) error {
+	if held, err := t.held.add(ctx, r); held || err != nil {
+		return err
+	}
+	return t.send(ctx, r)
+}
+
+// release sends the records held while the previous transaction
+// committed into the open one, in order, then lets Sends go to it again
+// (heldSends.release). The first that fails dooms the transaction: the
+// Sends after it and the next commit return its error.
+func (t *txnOutput) release(ctx context.Context) error {
+	return t.held.release(func(r kafka.Record) error { return t.send(ctx, r) })
+}
+
+// send is Send without the holding.
+func (t *txnOutput) send(ctx context.Context, r kafka.Record) error {
+	err := t.sess.Send(ctx, r)
+	if err == nil {
+		t.sent.Add(1)
+		return nil
+	}
+	if rewindable(err) || errors.Is(err, txn.ErrNoTransaction) {
+		return fmt.Errorf("%w: %w", ErrRewind, err)
+	}
+	if Stopped(ctx, err) {
+		return fmt.Errorf("runtime: send: %w", err)
+	}
+	if fatal := t.rt.explainOutput(ctx, err); fatal != nil {
+		err = fatal
+	}
+	// The transaction cannot commit: the epoch ends the application.
+	t.fatal = t.rt.failing(fmt.Errorf("runtime: send: %w", err))
+	return t.fatal
 }

@@ -38,9 +38,10 @@ import (
 // and drops it (statestore.Layer.Changes, badgerstore.DB.Apply,
 // Layer.Drop); otherwise the commit does that itself before it returns.
 //
-// An epoch that commits behind processing (CutBehind, commit_behind.go)
-// freezes its layer pending before its commit — the transaction, or the
-// flush and the offset commit — is decided: its task reads it, queries
+// An epoch that commits behind processing (CutBehind in cut.go, then
+// CommitBehind in commit_behind.go) freezes its layer pending before its
+// commit — the transaction, or the flush and the offset commit — is
+// decided: its task reads it, queries
 // (committedView) do not; once the epoch committed it is marked
 // committed, its checkpoints read and its Badger write queued as for any
 // layer. If the epoch aborts or rewinds, the pending layer is
@@ -317,28 +318,6 @@ func (r *Runtime) applyFrozen(l *epochLayer) error {
 	return nil
 }
 
-// freezeStaged freezes every task's staging layers, pending (see
-// statestore.Staged.FreezePending) or committed; nil if none wrote.
-func (r *Runtime) freezeStaged(pending bool) (*epochLayer, error) {
-	var l epochLayer
-	err := r.tasks.eachTask(func(t *Task) error {
-		for _, st := range t.staged {
-			freeze := st.Freeze
-			if pending {
-				freeze = st.FreezePending
-			}
-			if fl := freeze(); fl != nil {
-				l.stores = append(l.stores, frozenStore{layer: fl, spec: st.spec, partition: t.id.Partition, writer: t.writer, task: t})
-			}
-		}
-		return nil
-	})
-	if err != nil || len(l.stores) == 0 {
-		return nil, err
-	}
-	return &l, nil
-}
-
 // commit marks a pending layer committed: queries read it from then on.
 func (l *epochLayer) commit() {
 	if l == nil {
@@ -385,10 +364,7 @@ func (r *Runtime) checkpoint(l *epochLayer) {
 // acknowledged to this member: the transaction's producers', or the
 // at-least-once producer's.
 func (r *Runtime) ackedOffsets() *kafka.AckedOffsets {
-	if r.txn != nil {
-		return r.txn.sess.Acked()
-	}
-	return r.producer.Acked()
+	return r.committer.acked()
 }
 
 // applyLayer writes the layer's changes into Badger in one batch with its

@@ -8,13 +8,6 @@ import (
 	"github.com/weirstream/weir/internal/kafka"
 )
 
-// ErrOutputFatal is wrapped by the errors for an output that no retry can
-// deliver — its topic does not exist, writing it is not authorized, or
-// the broker refuses the record — which stop the application under both
-// guarantees instead of failing (or, under exactly-once, rewinding) again
-// and again.
-var ErrOutputFatal = errors.New("runtime: output cannot be delivered")
-
 // explainOutput tells whether a failed output — an undelivered record, or
 // a transaction that could not commit because of one — can heal. If not,
 // it returns the error to stop with, naming the topic and the cause (an

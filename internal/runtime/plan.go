@@ -9,14 +9,6 @@ import (
 	"github.com/weirstream/weir/processor"
 )
 
-// ErrCoPartitioning is wrapped by the error for source topics of one
-// sub-topology with different partition counts.
-var ErrCoPartitioning = errors.New("runtime: topics are not co-partitioned")
-
-// ErrMissingTopic is wrapped by the errors for a source or sink topic the
-// cluster does not have.
-var ErrMissingTopic = errors.New("runtime: topic does not exist")
-
 // TopicPlan is the resolved layout of an application's topics: which
 // sub-topology reads each source topic, how many partitions (tasks) each
 // sub-topology has, and the internal topics to create.
@@ -158,10 +150,6 @@ func PlanTopics(req Requirements, external map[string]int32) (*TopicPlan, error)
 	}
 	return p, nil
 }
-
-// errNoCount is wrapped by planTopics' errors for a source topic without a
-// partition count (Preflight reports a missing topic itself).
-var errNoCount = errors.New("runtime: no partition count")
 
 // planTopics is PlanTopics, returning every problem in a list.
 func planTopics(req Requirements, external map[string]int32) (*TopicPlan, []error) {

@@ -20,15 +20,6 @@ import (
 // gave (kafka.Admin.TopicFacts); Runtime.Preflight and `weir check` do the
 // asking.
 
-// ErrInternalTopic is wrapped by the errors for an existing internal topic
-// that does not fit: another partition count than weir needs, or a
-// changelog that is not compacted.
-var ErrInternalTopic = errors.New("runtime: internal topic does not fit")
-
-// ErrNotAuthorized is wrapped by the errors for a topic the cluster does
-// not let the application describe: an ACL is missing.
-var ErrNotAuthorized = errors.New("runtime: not authorized")
-
 // PreflightOptions say what a preflight checks besides the topology's own
 // topics.
 type PreflightOptions struct {

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -12,13 +11,31 @@ import (
 	"github.com/weirstream/weir/statestore"
 )
 
-// ErrUnknownStore is wrapped by QueryStore's error for a store the topology
-// does not have, or cannot be queried (no codecs: a store of AddStore).
-var ErrUnknownStore = errors.New("runtime: unknown store")
+// QueryView is the read-only part of a Runtime that the query server
+// (internal/query) uses: the topic plan, readiness, and the stores' rows
+// through the layers that committed. Nothing in it writes, commits or
+// moves a task; a *Runtime is one.
+type QueryView interface {
+	// Plan is the topic plan; nil before Prepare.
+	Plan() *TopicPlan
+	// Prepared reports that the preflight passed and the topics are ready.
+	Prepared() bool
+	// Restoring is the number of tasks restoring their stores.
+	Restoring() int64
+	// Store describes a queryable store.
+	Store(name string) (StoreInfo, error)
+	// QueryStore reads an active store partition this instance runs.
+	QueryStore(name string, partition int32) (statestore.Store, error)
+	// QueryCopy reads this instance's copy of a store partition within a
+	// lag bound.
+	QueryCopy(ctx context.Context, name string, partition int32, maxLag int64) (statestore.Store, Copy, error)
+	// AssignedHere reports that this member is assigned the partition.
+	AssignedHere(name string, partition int32) bool
+	// CountQuery counts a query's reply for the metrics.
+	CountQuery(o QueryOutcome)
+}
 
-// ErrNotOwner is wrapped by QueryStore's error when this instance does not
-// run the store's task for the partition, or still restores it.
-var ErrNotOwner = errors.New("runtime: this instance does not run the partition")
+var _ QueryView = (*Runtime)(nil)
 
 // StoreInfo is what interactive queries need to know of a store.
 type StoreInfo struct {
@@ -94,11 +111,6 @@ const (
 	// a standby's (WithStandbyReplicas) or an earlier owner's.
 	RoleStandby = "standby"
 )
-
-// ErrNoCopy is wrapped by QueryCopy's error when this instance's copy of a
-// store partition cannot serve: its lag is over the bound, or unknown (no
-// checkpoint yet, or a store that is not logged).
-var ErrNoCopy = errors.New("runtime: no copy of the partition within the lag bound here")
 
 // Copy describes the copy of a store partition that a query read.
 type Copy struct {

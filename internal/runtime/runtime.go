@@ -121,14 +121,13 @@ type Runtime struct {
 	// sinks, when set, receives the records sinks write (not repartition,
 	// changelog or dead-letter records) instead of output.
 	sinks func(context.Context, kafka.Record) error
-	// output receives every other record tasks write: the producer, or the
-	// transaction of the exactly-once engines.
-	output Output
+	// committer receives every other record tasks write and makes them
+	// durable with the offsets: at-least-once (the producer) unless
+	// EnableExactlyOnce made it the transaction (committer.go).
+	committer committer
 	// readCommitted restores stores from committed changelog records only.
 	// Set before Prepare, read by queries too (their server starts first).
 	readCommitted atomic.Bool
-	// txn is the transactional output under exactly-once, nil otherwise.
-	txn *txnOutput
 	// db holds the committed state of every store of every task.
 	db *badgerstore.DB
 	// layers are the committed epochs' state writes on their way into db
@@ -148,13 +147,6 @@ type Runtime struct {
 	lag       lags
 	restoring atomic.Int64
 	prepared  atomic.Bool
-	// aliveAt is when the last at-least-once offset commit or membership
-	// check that succeeded was sent (see checkMembership); Commit's
-	// callers serialise it.
-	aliveAt time.Time
-	// deliveryRewinds counts the at-least-once rewinds in a row that an
-	// undelivered output caused (flushOutputs).
-	deliveryRewinds atomic.Int32
 }
 
 // Output is where tasks write their records.
@@ -203,7 +195,8 @@ func New(cfg Config) (*Runtime, error) {
 		_ = admin.Close()
 		return nil, fmt.Errorf("runtime: %w", err)
 	}
-	r := &Runtime{cfg: cfg, log: cfg.Logger, admin: admin, producer: producer, output: producer, standby: newStandbys(), stopBg: func() {}}
+	r := &Runtime{cfg: cfg, log: cfg.Logger, admin: admin, producer: producer, standby: newStandbys(), stopBg: func() {}}
+	r.committer = &atLeastOnce{rt: r, producer: producer}
 	r.tasks = newTasks(r)
 	if err := r.openStores(); err != nil {
 		return nil, errors.Join(err, producer.Close(), admin.Close())
@@ -262,14 +255,6 @@ func (r *Runtime) GroupConfig(onError func(error)) kafka.GroupConfig {
 // instead of Kafka (micro-batch's ForEachBatch). Call it before Prepare.
 func (r *Runtime) InterceptSinks(fn func(context.Context, kafka.Record) error) { r.sinks = fn }
 
-// UseTransactions makes tasks write to out (an open transaction) instead of
-// the at-least-once producer, and restore stores from committed changelog
-// records only. Call it before Prepare.
-func (r *Runtime) UseTransactions(out Output) {
-	r.output = out
-	r.readCommitted.Store(true)
-}
-
 // SetMemberData sets what this member advertises to the group (the
 // address interactive queries forward to). Call it before Prepare.
 func (r *Runtime) SetMemberData(b []byte) { r.memberData = b }
@@ -301,12 +286,9 @@ func (r *Runtime) Close() error {
 	r.bg.Wait()
 	r.stopGlobals()
 	r.joinApplier()
-	var txnErr error
-	if r.txn != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		txnErr = r.txn.close(ctx)
-		cancel()
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	txnErr := r.committer.close(ctx)
+	cancel()
 	if err := r.producer.Close(); err != nil {
 		r.log.Warn("weir: outputs of work not committed were not delivered before the stop; the next start processes that work again", "err", err)
 	}

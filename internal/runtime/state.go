@@ -71,7 +71,7 @@ func (t *Task) openStores(ctx context.Context, specs []statestore.Spec) (statest
 			}
 		}
 	}
-	if err := t.claimChangelogs(ctx, specs); err != nil {
+	if err := t.rt.committer.claimChangelogs(ctx, t, specs); err != nil {
 		return fail(err)
 	}
 	f := stagedStores{}
@@ -94,9 +94,6 @@ func (t *Task) openStores(ctx context.Context, specs []statestore.Spec) (statest
 // a later restore applies them. Under exactly-once a replaced owner's
 // records never commit, so there is nothing to claim.
 func (t *Task) claimChangelogs(ctx context.Context, specs []statestore.Spec) error {
-	if t.rt.txn != nil {
-		return nil
-	}
 	var logged []statestore.Spec
 	var markers []kafka.Record
 	for _, spec := range specs {
@@ -323,56 +320,6 @@ func (r *Runtime) ReadableEnds(ctx context.Context, topic string, partitions []i
 		}
 	}
 	return stable, false, nil
-}
-
-// flushChangelogs sends every task's pending changelog records (one per
-// key changed since the last commit) into the epoch or batch being
-// committed.
-func (r *Runtime) flushChangelogs(ctx context.Context) error {
-	return r.tasks.eachTask(func(t *Task) error {
-		t.ctx = ctx
-		defer func() { t.ctx = nil }()
-		return t.task.FlushChangelog()
-	})
-}
-
-// holdChangelogs takes every task's pending changelog records, as
-// flushChangelogs would send them, without sending them: an at-least-once
-// cut hands them to its commit behind (sendChangelogs).
-func (r *Runtime) holdChangelogs(ctx context.Context) ([]taskRecord, error) {
-	var held []taskRecord
-	err := r.tasks.eachTask(func(t *Task) error {
-		t.ctx = ctx
-		t.hold = func(rec kafka.Record) { held = append(held, taskRecord{task: t, rec: rec}) }
-		defer func() { t.ctx, t.hold = nil, nil }()
-		return t.task.FlushChangelog()
-	})
-	return held, err
-}
-
-// pendingChangelog is the number of changelog records the tasks have to
-// flush.
-func (r *Runtime) pendingChangelog() int {
-	n := 0
-	_ = r.tasks.eachTask(func(t *Task) error {
-		n += t.task.PendingChangelog()
-		return nil
-	})
-	return n
-}
-
-// dropStaged drops every task's staged writes and the changelog records
-// describing them, after an abort, and discards the kept layers.
-func (r *Runtime) dropStaged() {
-	r.layers.discardKept()
-	_ = r.tasks.eachTask(func(t *Task) error {
-		for _, st := range t.staged {
-			st.Reset()
-		}
-		t.task.DiscardChangelog()
-		t.dropExternal()
-		return nil
-	})
 }
 
 // isStagingFull reports an epoch too large for the staging limit: not bad

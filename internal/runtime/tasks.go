@@ -224,7 +224,8 @@ func (t *Task) Process(ctx context.Context, rec kafka.Record) error {
 	return nil
 }
 
-// emit writes a task output through the producer.
+// emit writes a task output through the committer (Send), or to the
+// sink interceptor (InterceptSinks).
 func (t *Task) emit(o processor.Output) error {
 	if o.Kind == processor.OutputExternal {
 		return t.collectExternal(o)
@@ -258,7 +259,7 @@ func (t *Task) emit(o processor.Output) error {
 			t.hold(rec)
 			return nil // counted when sent
 		}
-		err = t.rt.output.Send(ctx, rec)
+		err = t.rt.committer.Send(ctx, rec)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", errNotSent, err)
@@ -266,11 +267,6 @@ func (t *Task) emit(o processor.Output) error {
 	t.rt.stats.RecordsOut.Add(1)
 	return nil
 }
-
-// errNotSent wraps an output the producer or sink did not take (a stop, a
-// closed producer, a doomed transaction): a failure of the output path, not
-// of the record being processed, so no bad-record policy applies to it.
-var errNotSent = errors.New("runtime: output not sent")
 
 func toProcessorHeaders(hs []kafka.Header) []processor.Header {
 	if len(hs) == 0 {
@@ -292,18 +288,4 @@ func toKafkaHeaders(hs []processor.Header) []kafka.Header {
 		out[i] = kafka.Header{Key: h.Key, Value: h.Value}
 	}
 	return out
-}
-
-// flushCaches forwards what every task's record caches hold (see
-// processor.Task.FlushCache); Commit calls it first, so the epoch or batch
-// carries the flushed outputs and the changelog records they cause.
-func (r *Runtime) flushCaches(ctx context.Context) error {
-	if r.tasks.cache == nil {
-		return nil
-	}
-	return r.tasks.eachTask(func(t *Task) error {
-		t.ctx = ctx
-		defer func() { t.ctx = nil }()
-		return t.task.FlushCache()
-	})
 }

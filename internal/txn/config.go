@@ -77,6 +77,7 @@ type Config struct {
 	txnRetryMax     int           // sarama's Transaction.Retry.Max; 0: 10
 	txnRetryBackoff time.Duration // the cap of txnBackoff; 0: 100 ms
 	noReinit        bool          // never re-create the producer after a connection failure
+	serialOffsets   bool          // franz-go: send the offsets only once every record has its outcome
 }
 
 // withDefaults fills the zero fields.

@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // The kinds of transaction failure. Every error of New, Begin, Send,
@@ -74,7 +75,9 @@ var (
 // Error is a failed transactional operation. errors.Is(err, Kind) and
 // errors.Is / errors.As on the cause both work: the cause of a broker error
 // is its Kafka error (a sarama.KError, matchable with errors.Is), the cause
-// of a failed record names its partition (a *kafka.PartitionError).
+// of a failed record names its partition (a *kafka.PartitionError). On
+// franz-go a Kafka error matches both its *kerr.Error and sarama's KError
+// of the same code.
 type Error struct {
 	// Op is the operation that failed: "init", "begin", "send", "commit"
 	// or "abort".
@@ -203,12 +206,28 @@ func retriableError(err error) bool {
 }
 
 // KafkaCode returns the Kafka error code of err when err itself is one a
-// broker answered with (sarama's KError), for callers that may not see
+// broker answered with (sarama's KError, franz-go's *kerr.Error, or the
+// session's bridge of the latter), for callers that may not see
 // sarama's types.
 func KafkaCode(err error) (code int16, ok bool) {
-	k, ok := err.(sarama.KError)
-	return int16(k), ok
+	switch e := err.(type) {
+	case sarama.KError:
+		return int16(e), true
+	case *codeError:
+		return e.code, true
+	case *kerr.Error:
+		return e.Code, true
+	}
+	return 0, false
 }
+
+// errPartitionOutOfRange is wrapped by the error of a record sent to a
+// partition its topic does not have (franz-go's own error has no type).
+var errPartitionOutOfRange = errors.New("exactlyonce: partition out of range")
+
+// errUnsettled is wrapped by the error of a commit whose records the
+// client still retries, unsure whether they were written.
+var errUnsettled = errors.New("exactlyonce: records still without an outcome")
 
 // ErrConfig is wrapped by every error about an invalid [Config]. Errors
 // from the Kafka part also wrap kafka.ErrConfig.

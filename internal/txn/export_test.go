@@ -28,10 +28,28 @@ func TxnBackoffOf(cfg Config) (func(retries, maxRetries int) time.Duration, erro
 func DisableReinit(cfg *Config) { cfg.noReinit = true }
 
 // Inits returns how many producers the session initialized.
-func Inits(s *Session) int64 { return s.inits.Load() }
+func Inits(s *Session) int64 {
+	n, _ := s.impl.stats()
+	return n
+}
 
 // ConnFailures returns how many of the session's connections failed in use.
-func ConnFailures(s *Session) uint64 { return s.watch.count() }
+func ConnFailures(s *Session) uint64 {
+	_, n := s.impl.stats()
+	return n
+}
+
+// Franz reports whether s runs on franz-go, and if so whether its
+// producer runs transactions v2 (KIP-890 part 2).
+func Franz(s *Session) (franz, v2 bool) {
+	f, ok := s.impl.(*franzSession)
+	if !ok {
+		return false, false
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return true, f.p != nil && f.p.v2
+}
 
 // SASLOf returns the SASL mechanism of the sarama configuration cfg builds
 // and, for SCRAM, the client-first-message of its SCRAM client.
@@ -58,8 +76,14 @@ func SASLOf(cfg Config) (mechanism, first string, err error) {
 // LingerState reports whether s's adaptive linger is holding records and how
 // many it holds.
 func LingerState(s *Session) (on bool, held int) {
-	if s.linger == nil {
+	ss, ok := s.impl.(*saramaSession)
+	if !ok || ss.linger == nil {
 		return false, 0
 	}
-	return s.linger.State()
+	return ss.linger.State()
 }
+
+// SerialOffsets makes a franz-go session send the offsets only once every
+// record of the transaction has its outcome, as sarama does (to measure
+// what overlapping them saves).
+func SerialOffsets(cfg *Config) { cfg.serialOffsets = true }

@@ -3,6 +3,7 @@ package txn_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -16,6 +17,25 @@ import (
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/txn"
 )
+
+// clients are the client libraries every session test runs on.
+var clients = []kafka.Client{kafka.ClientSarama, kafka.ClientFranz}
+
+// run runs fn as kafkatest.Run does, once per client (subtests "sarama"
+// and "franz-go"; the client is picked through kafka.ClientEnv, as the
+// integration suite does).
+func run(t *testing.T, fn func(t *testing.T, env *kafkatest.Env)) {
+	t.Helper()
+	for _, c := range clients {
+		t.Run(string(c), func(t *testing.T) {
+			t.Setenv(kafka.ClientEnv, string(c))
+			kafkatest.Run(t, fn)
+		})
+	}
+}
+
+// onFranz reports whether the test runs on franz-go (see run).
+func onFranz() bool { return os.Getenv(kafka.ClientEnv) == string(kafka.ClientFranz) }
 
 // fixture is what most tests need: an output topic, an input topic whose
 // offsets the transactions commit, a group and a transactional id.

@@ -36,6 +36,7 @@ func (f *fixture) sendUntilHeld(t *testing.T, s *txn.Session, prefix string) []k
 // Records held by a loaded session join its transaction: Commit hands them
 // over and waits for them.
 func TestCommitHandsOverHeldRecords(t *testing.T) {
+	t.Setenv(kafka.ClientEnv, string(kafka.ClientSarama)) // kgo batches by itself
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		f := setup(t, env)
 		s := f.session(t)
@@ -51,6 +52,7 @@ func TestCommitHandsOverHeldRecords(t *testing.T) {
 // Records held when their transaction aborts are dropped: none of them
 // leaks into the next transaction.
 func TestAbortDropsHeldRecords(t *testing.T) {
+	t.Setenv(kafka.ClientEnv, string(kafka.ClientSarama)) // kgo batches by itself
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		f := setup(t, env)
 		s := f.session(t)
@@ -68,7 +70,7 @@ func TestAbortDropsHeldRecords(t *testing.T) {
 
 // A session with a linger leaves the lingering to sarama: it holds nothing.
 func TestLingerHoldsNothing(t *testing.T) {
-	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+	run(t, func(t *testing.T, env *kafkatest.Env) {
 		f := setup(t, env)
 		s := f.session(t, func(c *txn.Config) { c.Kafka.Tuning.Linger = time.Millisecond })
 		require.NoError(t, s.Begin(ctx(t)))

@@ -48,5 +48,9 @@
 // permission), 28 (authentication) and 3D (no such database) wrap
 // sink.ErrPermanent; anything else (the server down, a connection lost, a
 // serialization failure) is returned as is, and weir tries the write again
-// with back-off.
+// with back-off. A call that hangs (a row lock another session holds, a
+// network that drops packets) is cut at Config.Timeout (DefaultTimeout,
+// 30 s) and fails the same way: one task's stuck write never holds the
+// instance's commits for good, and the other tasks' writes go on between
+// its attempts.
 package postgres

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -32,6 +33,9 @@ const DefaultProgressTable = "weir_sink_progress"
 
 // DefaultRowsPerStatement bounds the rows of one multi-row INSERT.
 const DefaultRowsPerStatement = 500
+
+// DefaultTimeout bounds one Claim or Write when Config.Timeout is zero.
+const DefaultTimeout = 30 * time.Second
 
 // Config configures a Sink.
 type Config struct {
@@ -68,6 +72,14 @@ type Config struct {
 	// (DefaultRowsPerStatement when zero, and at most what PostgreSQL's
 	// 65535 parameters allow).
 	RowsPerStatement int
+	// Timeout bounds each Claim and Write, its transaction included
+	// (DefaultTimeout when zero; negative: no bound). A call past it is
+	// cancelled (pgx asks the server to cancel the statement, and the
+	// transaction rolls back) and fails like an outage, so weir tries it
+	// again with back-off: a database that hangs — a row lock held by
+	// another session, a network that drops packets — holds the task's
+	// write for at most Timeout at a time, not for good.
+	Timeout time.Duration
 }
 
 // Sink is the PostgreSQL sink: a sink.Sink. Create it with New.
@@ -101,6 +113,9 @@ func New(cfg Config) (*Sink, error) {
 	}
 	if cfg.RowsPerStatement < 0 {
 		bad("RowsPerStatement %d is negative", cfg.RowsPerStatement)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
 	}
 	s := &Sink{cfg: cfg, progress: quote(cfg.ProgressTable)}
 	switch cfg.Mode {
@@ -162,6 +177,14 @@ func New(cfg Config) (*Sink, error) {
 	return s, nil
 }
 
+// bound applies Config.Timeout to one call.
+func (s *Sink) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.cfg.Timeout < 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.cfg.Timeout)
+}
+
 // quote quotes a table name, "schema.name" as two identifiers.
 func quote(name string) string { return pgx.Identifier(strings.Split(name, ".")).Sanitize() }
 
@@ -189,7 +212,7 @@ func (s *Sink) setup(ctx context.Context) error {
 	if s.ready {
 		return nil
 	}
-	_, err := s.cfg.Pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s.progress+` (
+	err := createTable(ctx, s.cfg.Pool, s.progress, `CREATE TABLE IF NOT EXISTS `+s.progress+` (
 		sink text NOT NULL,
 		task text NOT NULL,
 		generation integer NOT NULL,
@@ -198,10 +221,6 @@ func (s *Sink) setup(ctx context.Context) error {
 		refused text NOT NULL DEFAULT '',
 		updated_at timestamptz NOT NULL DEFAULT now(),
 		PRIMARY KEY (sink, task))`)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07") {
-		err = nil // created meanwhile by another instance
-	}
 	if err != nil {
 		return classify(fmt.Errorf("postgres: create progress table %s: %w", s.progress, err))
 	}
@@ -209,10 +228,34 @@ func (s *Sink) setup(ctx context.Context) error {
 	return nil
 }
 
+// createTable runs a CREATE TABLE IF NOT EXISTS statement under a
+// transaction-scoped advisory lock on the table's name: instances that
+// start together would otherwise race in PostgreSQL's catalog, and the
+// loser fail with a unique violation (23505) or "type already exists"
+// (42710) although the table is there. Under the lock the second one
+// finds the table and does nothing; those errors are taken for success
+// all the same, for a creator that does not take the lock.
+func createTable(ctx context.Context, pool *pgxpool.Pool, name, stmt string) error {
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "weir-sink-create:"+name); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, stmt)
+		return err
+	})
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07" || pe.Code == "42710") {
+		return nil // created meanwhile by another instance
+	}
+	return err
+}
+
 // Claim counts a claim of the task in its progress row (creating it),
 // unless the row holds a newer generation, and returns the progress
 // stored there with the claim's token (sink.Sink).
 func (s *Sink) Claim(ctx context.Context, name string, task sink.Task, generation int32) (sink.Progress, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := s.setup(ctx); err != nil {
 		return sink.Progress{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -248,3 +249,77 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// A write that hangs — another session holds the task's progress row —
+// is cut at Timeout with an error that is neither fenced nor permanent (an
+// outage: weir tries it again), and succeeds once the lock is gone.
+func TestWriteTimesOutOnAHeldLock(t *testing.T) {
+	ctx := context.Background()
+	p := pool(t)
+	tbl := table(t, p, "k text PRIMARY KEY, n bigint NOT NULL")
+	s, err := postgres.New(postgres.Config{Pool: p, Mode: postgres.Upsert, Table: tbl, Columns: []string{"k", "n"},
+		Key: []string{"k"}, Row: intRow, ID: tbl, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := sink.Task{Subtopology: 0, Partition: 0}
+	pos, err := s.Claim(ctx, "counts", task, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, err := p.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, "SELECT 1 FROM "+postgres.DefaultProgressTable+" WHERE sink = $1 FOR UPDATE", tbl); err != nil {
+		t.Fatal(err)
+	}
+	batch := &sink.Batch{Sink: "counts", Task: task, Generation: 1, Token: pos.Token,
+		To: sink.Position{{Topic: "in", Partition: 0}: 1}, Records: []sink.Record{rec("a", "1", 0)}}
+	start := time.Now()
+	err = s.Write(ctx, batch)
+	if err == nil || errors.Is(err, sink.ErrFenced) || errors.Is(err, sink.ErrPermanent) {
+		t.Fatalf("a write behind a held lock: %v, want an outage's error", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the write returned after %v, past its timeout", d)
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	if got := counts(t, p, tbl); got["a"] != 1 {
+		t.Fatalf("table = %v, want a=1", got)
+	}
+}
+
+// Instances that start together create the progress table together: each
+// first Claim succeeds (none fails on the race in PostgreSQL's catalog,
+// which would stop its application as a permanent error).
+func TestConcurrentFirstClaimsCreateTheProgressTableOnce(t *testing.T) {
+	ctx := context.Background()
+	p := pool(t)
+	tbl := table(t, p, "k text PRIMARY KEY, n bigint NOT NULL")
+	progress := tbl + "_progress"
+	t.Cleanup(func() { _, _ = p.Exec(context.Background(), "DROP TABLE IF EXISTS "+progress) })
+	const n = 8
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			s, err := postgres.New(postgres.Config{Pool: p, Mode: postgres.Upsert, Table: tbl, Columns: []string{"k", "n"},
+				Key: []string{"k"}, Row: intRow, ID: tbl, ProgressTable: progress})
+			if err == nil {
+				_, err = s.Claim(ctx, "counts", sink.Task{Subtopology: 0, Partition: int32(i)}, 1)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatalf("a first claim: %v", err)
+		}
+	}
+}

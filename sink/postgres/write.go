@@ -16,6 +16,8 @@ import (
 // Write stores b in one transaction with the task's progress row
 // (sink.Sink; the package doc says how).
 func (s *Sink) Write(ctx context.Context, b *sink.Batch) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := s.setup(ctx); err != nil {
 		return err
 	}

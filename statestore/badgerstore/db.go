@@ -243,6 +243,11 @@ func checkFormat(bdb *badger.DB, readOnly bool) error {
 // Dir returns the directory the database was opened in.
 func (db *DB) Dir() string { return db.dir }
 
+// Size returns the bytes the database holds on disk: its LSM tree's
+// tables and its value log, as Badger last measured them (it does every
+// minute), for every store partition together.
+func (db *DB) Size() (lsm, vlog int64) { return db.bdb.Size() }
+
 // Close closes the stores and iterators still open, then the database. It
 // waits for operations in flight. Closing twice is not an error.
 func (db *DB) Close() error {

@@ -183,6 +183,9 @@ var docCommands = []docEntry{
 	{`go run \./examples/dashboard`, testRuns("examples/dashboard/main_test.go", "TestReadmeCurlLines")},
 	{`go run \./examples/eos-transform`, testRuns("examples/eos-transform/main_test.go", "TestDemoVerifies")},
 	{`go run \./examples/orders`, testRuns("examples/orders/main_test.go", "TestDemoRuns")},
+	{`go run \./examples/postgres-sink`, testRuns("examples/postgres-sink/main_test.go", "TestDemoRuns")},
+	// Benchmarks of one package: the benchmark exists.
+	{`go test( -run '\^\$')? -bench \w+( -benchtime \S+)? \./\S+`, goBenchmark},
 	{`curl -s '?http://127\.0\.0\.1:808[01]/\S+'?`, dashboardCurl},
 	{`go run \./cmd/weir (inspect|inspect stores|inspect get|dev-broker)( --?\S+( [^-]\S*)?)*`, weirCommand},
 	{`go test -run Example \.`, examplesRun},
@@ -201,10 +204,11 @@ var docCommands = []docEntry{
 	{`go vet`, func(t *testing.T, _ string) { ciRuns(t, `^go vet \./\.\.\.$`) }},
 	{`go mod tidy`, func(t *testing.T, _ string) { ciRuns(t, `go mod tidy -diff`) }},
 	{`bash scripts/kafka/start\.sh`, func(t *testing.T, _ string) { ciRuns(t, `\$\(bash scripts/kafka/start\.sh </dev/null\)`) }},
-	{`KAFKA_NODES=3 bash scripts/kafka/start\.sh`, func(t *testing.T, _ string) {
+	{`(KAFKA_PORT=\d+ )?KAFKA_NODES=3 bash scripts/kafka/start\.sh`, func(t *testing.T, _ string) {
 		ciRuns(t, `\$\(KAFKA_NODES=3 bash scripts/kafka/start\.sh </dev/null\)`)
 	}},
 	{`bash scripts/kafka/stop\.sh`, func(t *testing.T, _ string) { ciRuns(t, `^  bash scripts/kafka/stop\.sh`) }},
+	{`bash scripts/postgres/start\.sh`, func(t *testing.T, _ string) { ciRuns(t, `\$\(bash scripts/postgres/start\.sh </dev/null\)`) }},
 	{`bash scripts/kafka/start-secure\.sh`, func(t *testing.T, _ string) {
 		ciRuns(t, `bash scripts/kafka/start-secure\.sh </dev/null`)
 	}},
@@ -224,7 +228,7 @@ var docCommands = []docEntry{
 	}},
 	// weir-chaos: CI runs the short suite (kfake, the broker, the
 	// cluster with -nodes and -faults); the long runs are run by hand.
-	{`go run \./cmd/weir-chaos( -\S+( [^-]\S*)?)*`, chaosCommand},
+	{`(\w+=\S+ )*go run \./cmd/weir-chaos( -\S+( [^-]\S*)?)*`, chaosCommand},
 
 	// Benchmarks are commands that print a table, never tests (docs/design.md
 	// §10); they take minutes. Checked: every flag exists.
@@ -317,6 +321,21 @@ func flagsDefined(t *testing.T, cmd, file string) {
 			require.Regexp(t, regexp.MustCompile(`flag\.\w+\("`+regexp.QuoteMeta(name)+`"`), src, "%s defines no flag -%s", file, name)
 		}
 	}
+}
+
+// goBenchmark: the package holds a benchmark the -bench pattern matches.
+func goBenchmark(t *testing.T, cmd string) {
+	m := regexp.MustCompile(`-bench (\w+).* \./(\S+)$`).FindStringSubmatch(cmd)
+	require.Len(t, m, 3, "cannot read %q", cmd)
+	files, err := filepath.Glob(filepath.Join(m[2], "*_test.go"))
+	require.NoError(t, err)
+	name := strings.TrimPrefix(m[1], "Benchmark")
+	for _, f := range files {
+		if regexp.MustCompile(`\nfunc Benchmark\w*` + name + `\w*\(b \*testing\.B\)`).MatchString(readFile(t, f)) {
+			return
+		}
+	}
+	t.Fatalf("no benchmark matching %s in ./%s", m[1], m[2])
 }
 
 func containsAll(s string, subs []string) bool {

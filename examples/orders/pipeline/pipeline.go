@@ -1,6 +1,6 @@
 // Package pipeline is the topology of the orders example: a small Kafka
 // Streams application ported to weir operator for operator. The Kafka
-// Streams original is conformance/kstreams/.../OrdersPort.java; the
+// Streams original is internal/conformance/kstreams/.../OrdersPort.java; the
 // conformance suite runs both on the same inputs (op "port-orders") and
 // requires the same output records.
 //

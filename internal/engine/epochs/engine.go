@@ -91,9 +91,11 @@ type Engine struct {
 // hand-over of its epoch to the epoch log (committed). The next epoch
 // end, a claim's abort, or Run's return waits for it and takes its error.
 type behindWork struct {
-	ctx  context.Context
-	done chan struct{}
-	err  error
+	ctx context.Context
+	// bounded: the claims' sends are not held meanwhile (see lagging).
+	bounded bool
+	done    chan struct{}
+	err     error
 }
 
 // New returns an engine for the runtime.
@@ -453,7 +455,7 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) err
 		rows, last := e.rows.Swap(0), e.lastEnd
 		e.lastEnd = now
 		unlock()
-		e.goBehind(ctx, func(bctx context.Context) error {
+		e.goBehind(ctx, cut, func(bctx context.Context) error {
 			start := time.Now()
 			err := e.rt.CommitBehind(bctx, cut, s, &ph)
 			took := time.Since(start)
@@ -491,17 +493,17 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) err
 	return nil
 }
 
-// goBehind runs fn in the background as the epoch's behindWork. Its
-// context is ctx, but the epoch log append is not cut short by a stop;
-// nor, under exactly-once, is the transaction's commit, which a stop lets
-// finish for up to stopGrace (a commit cut short would leave its outcome
+// goBehind runs fn, the commit behind of cut, in the background as the
+// epoch's behindWork. Its context is ctx, but the epoch log append is not
+// cut short by a stop; nor is the commit for the cut's StopGrace (under
+// exactly-once, a transaction's commit cut short would leave its outcome
 // unknown, and the records held for the next transaction unsent).
-func (e *Engine) goBehind(ctx context.Context, fn func(context.Context) error) {
-	w := &behindWork{ctx: ctx, done: make(chan struct{})}
+func (e *Engine) goBehind(ctx context.Context, cut *runtime.EpochCut, fn func(context.Context) error) {
+	w := &behindWork{ctx: ctx, bounded: !cut.HoldsSends(), done: make(chan struct{})}
 	e.behind = w
 	fctx, cancel := ctx, context.CancelFunc(func() {})
-	if e.rt.ExactlyOnce() {
-		fctx, cancel = afterStop(ctx, stopGrace)
+	if grace := cut.StopGrace(); grace > 0 {
+		fctx, cancel = afterStop(ctx, grace)
 	}
 	go func() {
 		defer close(w.done)
@@ -509,9 +511,6 @@ func (e *Engine) goBehind(ctx context.Context, fn func(context.Context) error) {
 		w.err = fn(fctx)
 	}()
 }
-
-// stopGrace bounds an exactly-once commit behind after a stop.
-const stopGrace = 30 * time.Second
 
 // afterStop returns a context that ends grace after ctx does (a timer
 // left running once cancel was called only cancels again: harmless).
@@ -562,17 +561,18 @@ func (e *Engine) settle(ctx context.Context, locked bool) (rewound bool, err err
 	}
 }
 
-// lagging reports whether an at-least-once commit behind is still running
-// grace after the epoch end that follows it began: the epoch end then
-// takes the barrier before it waits for that commit, which bounds what the
-// claims process beyond the last committed epoch to about three epoch
-// intervals (the duplicates a crash makes) and costs nothing while
-// commits keep up. An exactly-once commit behind needs no bound: the
-// claims' sends are held for the next transaction, a bounded buffer, and
-// an abort drops them. The caller holds endMu.
+// lagging reports whether a bounded commit behind (at-least-once) is
+// still running grace after the epoch end that follows it began: the
+// epoch end then takes the barrier before it waits for that commit, which
+// bounds what the claims process beyond the last committed epoch to about
+// three epoch intervals (the duplicates a crash makes) and costs nothing
+// while commits keep up. A commit behind whose cut holds the claims' sends
+// (runtime.EpochCut.HoldsSends: exactly-once, the next transaction's
+// records, a bounded buffer that an abort drops) needs no bound. The
+// caller holds endMu.
 func (e *Engine) lagging(grace time.Duration) bool {
 	w := e.behind
-	if w == nil || e.rt.ExactlyOnce() {
+	if w == nil || !w.bounded {
 		return false
 	}
 	t := time.NewTimer(grace)

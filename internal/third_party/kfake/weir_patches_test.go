@@ -9,6 +9,7 @@ package kfake_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"testing"
@@ -61,7 +62,19 @@ func (m *rawMember) joinRequest() *kmsg.JoinGroupRequest {
 func (m *rawMember) join(d time.Duration) (*kmsg.JoinGroupResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	kresp, err := m.cl.Request(ctx, m.joinRequest())
+	var kresp kmsg.Response
+	var err error
+	for {
+		// A real broker answers COORDINATOR_NOT_AVAILABLE (or loading)
+		// until its group coordinator is up: a fresh broker's
+		// __consumer_offsets is still being created.
+		kresp, err = m.cl.Request(ctx, m.joinRequest())
+		if !errors.Is(err, kerr.CoordinatorNotAvailable) && !errors.Is(err, kerr.CoordinatorLoadInProgress) &&
+			!errors.Is(err, kerr.NotCoordinator) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,7 @@ package conformance_test
 import (
 	"fmt"
 
-	"github.com/weirstream/weir/conformance"
+	"github.com/weirstream/weir/internal/conformance"
 )
 
 // A script written in code (the files under scripts/ hold the same JSON

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/conformance"
+	"github.com/weirstream/weir/internal/conformance"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/topology"

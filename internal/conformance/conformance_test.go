@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/weirstream/weir/conformance"
+	"github.com/weirstream/weir/internal/conformance"
 )
 
 // TestScripts runs every script through weir's topologytest and compares

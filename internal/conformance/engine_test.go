@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/conformance"
+	"github.com/weirstream/weir/internal/conformance"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/microbatch"

@@ -1,0 +1,155 @@
+package kafka
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// franzBalancer is weir's assignor as a kgo.GroupBalancer: the plan of
+// [computePlan] (co-partitioned tasks, sticky, balanced, cooperative), the
+// subscription user data of [encodeUserData] and the peers of
+// [encodePeers] in every assignment — byte for byte what the sarama
+// strategy ([copartitionStrategy]) sends, so that members of either
+// client can share a group (a rolling change of client) and
+// [Admin.GroupMembers] reads both.
+//
+// It declares the cooperative protocol only, as the sarama strategy does.
+// Subscriptions are kmsg.ConsumerMemberMetadata version 2 (owned
+// partitions and the generation they are of); assignments are version 0
+// with the peers as user data, as sarama writes them.
+//
+// A franzBalancer is one member's, never shared.
+type franzBalancer struct {
+	sets       [][]string
+	memberData []byte
+}
+
+var _ kgo.GroupBalancer = (*franzBalancer)(nil)
+
+func newFranzBalancer(sets [][]string, memberData []byte) *franzBalancer {
+	return &franzBalancer{sets: sets, memberData: memberData}
+}
+
+// ProtocolName implements kgo.GroupBalancer.
+func (b *franzBalancer) ProtocolName() string { return BalanceStrategyName }
+
+// IsCooperative implements kgo.GroupBalancer.
+func (b *franzBalancer) IsCooperative() bool { return true }
+
+// JoinGroupMetadata implements kgo.GroupBalancer: the topics, the
+// partitions the member owns and their generation, and the user data
+// (generation and member data) the sarama strategy sends.
+func (b *franzBalancer) JoinGroupMetadata(topics []string, current map[string][]int32, generation int32) []byte {
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Version = 2
+	meta.Topics = topics
+	meta.UserData = encodeUserData(generation, b.memberData)
+	meta.Generation = generation
+	for _, t := range sortedKeys(current) {
+		owned := kmsg.NewConsumerMemberMetadataOwnedPartition()
+		owned.Topic = t
+		owned.Partitions = current[t]
+		meta.OwnedPartitions = append(meta.OwnedPartitions, owned)
+	}
+	return meta.AppendTo(nil)
+}
+
+// ParseSyncAssignment implements kgo.GroupBalancer.
+func (b *franzBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
+	return kgo.ParseConsumerSyncAssignment(assignment)
+}
+
+// MemberBalancer implements kgo.GroupBalancer. It runs on the group
+// leader.
+func (b *franzBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
+	mb := &franzMemberBalancer{b: b, in: make(map[string]planMember, len(members)), peers: make(map[string][]byte, len(members))}
+	topics := make(map[string]struct{})
+	for _, m := range members {
+		if _, dup := mb.in[m.MemberID]; dup {
+			continue // a broker listing a member twice: keep the first
+		}
+		var meta kmsg.ConsumerMemberMetadata
+		if err := meta.ReadFrom(m.ProtocolMetadata); err != nil {
+			return nil, nil, fmt.Errorf("kafka: member %q: subscription: %w", m.MemberID, err)
+		}
+		pm := planMember{
+			topics:     meta.Topics,
+			owned:      make(map[string][]int32, len(meta.OwnedPartitions)),
+			generation: decodeUserData(meta.UserData),
+		}
+		if meta.Version >= 2 && meta.Generation >= 0 {
+			pm.generation = meta.Generation
+		}
+		for _, op := range meta.OwnedPartitions {
+			pm.owned[op.Topic] = append(pm.owned[op.Topic], op.Partitions...)
+		}
+		for _, t := range meta.Topics {
+			topics[t] = struct{}{}
+		}
+		mb.in[m.MemberID] = pm
+		mb.peers[m.MemberID] = decodeMemberData(meta.UserData)
+		mb.order = append(mb.order, m.MemberID)
+	}
+	return mb, topics, nil
+}
+
+// franzMemberBalancer is one generation's balancing on the leader.
+type franzMemberBalancer struct {
+	b     *franzBalancer
+	in    map[string]planMember
+	peers map[string][]byte
+	order []string
+}
+
+// Balance implements kgo.GroupMemberBalancer: computePlan over every
+// partition of topics (topic -> partition count).
+func (mb *franzMemberBalancer) Balance(topics map[string]int32) kgo.IntoSyncAssignment {
+	parts := make(map[string][]int32, len(topics))
+	for t, n := range topics {
+		ps := make([]int32, n)
+		for i := range ps {
+			ps[i] = int32(i)
+		}
+		parts[t] = ps
+	}
+	peers := encodePeers(mb.peers)
+	if len(peers)*len(mb.in) > maxPeersBytes {
+		peers = nil // a group too large: the addresses come from subscriptions only
+	}
+	return franzPlan{plan: computePlan(mb.b.sets, mb.in, parts), members: mb.order, peers: peers}
+}
+
+// franzPlan is a computed plan, encoded for SyncGroup.
+type franzPlan struct {
+	plan    map[string]map[string][]int32
+	members []string
+	peers   []byte
+}
+
+// IntoSyncAssignment implements kgo.IntoSyncAssignment: one assignment per
+// member, sorted by member id; a member with partitions gets the peers as
+// user data, one without an empty assignment (as sarama sends).
+func (p franzPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment {
+	ids := slices.Sorted(slices.Values(p.members))
+	out := make([]kmsg.SyncGroupRequestGroupAssignment, 0, len(ids))
+	for _, id := range ids {
+		var as kmsg.ConsumerMemberAssignment
+		if byTopic := p.plan[id]; len(byTopic) > 0 {
+			for _, t := range sortedKeys(byTopic) {
+				at := kmsg.NewConsumerMemberAssignmentTopic()
+				at.Topic = t
+				at.Partitions = byTopic[t]
+				as.Topics = append(as.Topics, at)
+			}
+			as.UserData = p.peers
+		}
+		sa := kmsg.NewSyncGroupRequestGroupAssignment()
+		sa.MemberID = id
+		sa.MemberAssignment = as.AppendTo(nil)
+		out = append(out, sa)
+	}
+	return out
+}

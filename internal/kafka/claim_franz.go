@@ -1,0 +1,433 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// franzClaim implements Claim on franz-go: a partition's records, handed
+// over by the poller (push) to a queue, which the claim's feeder empties
+// into Records.
+type franzClaim struct {
+	run       *franzRun
+	topic     string
+	partition int32
+	initial   int64
+	hwm       atomic.Int64
+	records   chan Record
+	ctx       context.Context
+	cancel    context.CancelFunc
+
+	mu      sync.Mutex
+	queue   [][]*kgo.Record
+	paused  bool // the partition's fetching is paused (see push)
+	stopped bool // Records is closing: revoked, lost, stopping, or restarting
+	timer   *time.Timer
+
+	wake chan struct{} // a batch was queued
+	halt chan struct{} // closed by stop
+	done chan struct{} // closed once the handler returned and the feeder ended
+}
+
+var _ Claim = (*franzClaim)(nil)
+
+// Topic implements Claim.
+func (c *franzClaim) Topic() string { return c.topic }
+
+// Partition implements Claim.
+func (c *franzClaim) Partition() int32 { return c.partition }
+
+// InitialOffset implements Claim.
+func (c *franzClaim) InitialOffset() int64 { return c.initial }
+
+// HighWaterMarkOffset implements Claim.
+func (c *franzClaim) HighWaterMarkOffset() int64 { return c.hwm.Load() }
+
+// Records implements Claim.
+func (c *franzClaim) Records() <-chan Record { return c.records }
+
+// MarkOffset implements Session.
+func (c *franzClaim) MarkOffset(topic string, partition int32, next int64) {
+	c.run.committer.mark(topicPartition{topic, partition}, next)
+}
+
+// Commit implements Session.
+func (c *franzClaim) Commit(ctx context.Context) error {
+	return c.run.committer.commit(ctx, c.run.tryCommit)
+}
+
+// GenerationID implements Session, reading the member's live state.
+func (c *franzClaim) GenerationID() int32 {
+	_, gen := c.run.cl.GroupMetadata()
+	return gen
+}
+
+// MemberID implements Session, reading the member's live state.
+func (c *franzClaim) MemberID() string {
+	id, _ := c.run.cl.GroupMetadata()
+	return id
+}
+
+// GroupMetadata implements Session.
+func (c *franzClaim) GroupMetadata() GroupMetadata {
+	id, gen := c.run.cl.GroupMetadata()
+	return GroupMetadata{GroupID: c.run.cfg.GroupID, GenerationID: gen, MemberID: id, InstanceID: c.run.cfg.InstanceID}
+}
+
+// push queues a fetch's records of the partition (called by the poller,
+// never blocking). When the claim's channel is full, the partition is
+// paused: kgo then fetches it no more, and strips it from fetches already
+// buffered without moving its position, so nothing is lost; the feeder
+// resumes it once the queue is empty. A claim holds at most its channel
+// and about two fetches of its partition.
+func (c *franzClaim) push(recs []*kgo.Record, hwm int64) {
+	c.hwm.Store(hwm)
+	if len(recs) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return
+	}
+	c.queue = append(c.queue, recs)
+	if !c.paused && len(c.records) == cap(c.records) {
+		c.paused = true
+		c.run.cl.PauseFetchPartitions(map[string][]int32{c.topic: {c.partition}})
+	}
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// resumeLocked resumes the partition if push paused it. Pause and resume
+// happen under c.mu, so that they reach kgo in the order decided.
+func (c *franzClaim) resumeLocked() {
+	if c.paused {
+		c.paused = false
+		c.run.cl.ResumeFetchPartitions(map[string][]int32{c.topic: {c.partition}})
+	}
+}
+
+// feed moves queued records to Records until the claim is stopped, then
+// closes Records.
+func (c *franzClaim) feed() {
+	defer close(c.records)
+	for {
+		c.mu.Lock()
+		if c.stopped {
+			c.mu.Unlock()
+			return
+		}
+		if len(c.queue) == 0 {
+			c.resumeLocked()
+			c.mu.Unlock()
+			select {
+			case <-c.wake:
+				continue
+			case <-c.halt:
+				return
+			}
+		}
+		batch := c.queue[0]
+		c.queue[0] = nil
+		c.queue = c.queue[1:]
+		c.mu.Unlock()
+		for _, kr := range batch {
+			r := recordFromKgo(kr)
+			// The single-channel send first: a select over two channels
+			// locks both, for every record, while records flow.
+			select {
+			case c.records <- r:
+			default:
+				select {
+				case c.records <- r:
+				case <-c.halt:
+					return
+				}
+			}
+		}
+	}
+}
+
+// stop closes Records (queued records are dropped: the next claim of the
+// partition reads them again from the committed offset) and, if the
+// handler has not returned within the rebalance timeout, cancels its
+// context. It is idempotent.
+func (c *franzClaim) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return
+	}
+	c.stopped = true
+	c.queue = nil
+	c.resumeLocked()
+	close(c.halt)
+	c.timer = time.AfterFunc(c.run.cfg.RebalanceTimeout, c.cancel)
+}
+
+// wasStopped reports whether stop was called.
+func (c *franzClaim) wasStopped() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopped
+}
+
+// headers converts kgo's headers without copying them: kgo.RecordHeader
+// and Header have the same fields (the conversion below fails to compile
+// otherwise), so a slice of one is a slice of the other.
+func headers(hs []kgo.RecordHeader) []Header {
+	if len(hs) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*Header)(unsafe.Pointer(unsafe.SliceData(hs))), len(hs))
+}
+
+var _ = Header(kgo.RecordHeader{}) // same underlying struct: see headers
+
+// recordFromKgo converts a consumed kgo record, sharing its bytes.
+func recordFromKgo(r *kgo.Record) Record {
+	return Record{
+		Topic:     r.Topic,
+		Partition: r.Partition,
+		Offset:    r.Offset,
+		Key:       r.Key,
+		Value:     r.Value,
+		Headers:   headers(r.Headers),
+		Timestamp: r.Timestamp,
+	}
+}
+
+// onAssigned is kgo's OnPartitionsAssigned: the new partitions' claims
+// start, at their committed offsets. It runs with the poller blocked.
+func (fr *franzRun) onAssigned(_ context.Context, cl *kgo.Client, added map[string][]int32) {
+	if fr.cfg.OnAssignment != nil {
+		_, gen := cl.GroupMetadata()
+		fr.cfg.OnAssignment(gen)
+	}
+	var tps []topicPartition
+	fr.mu.Lock()
+	for t, ps := range added {
+		for _, p := range ps {
+			tp := topicPartition{t, p}
+			fr.assigned[tp] = true
+			tps = append(tps, tp)
+		}
+	}
+	fr.mu.Unlock()
+	fr.log.Debug("kafka: partitions assigned", "group", fr.cfg.GroupID, "partitions", len(tps))
+	fr.startClaims(tps)
+}
+
+// onRevoked is kgo's OnPartitionsRevoked (at a rebalance, or for every
+// partition when the member leaves): the claims' Records close, and it
+// returns once their handlers returned — after their last commits, within
+// the rebalance timeout, or when they gave up on their cancelled context.
+// kgo keeps heartbeating meanwhile and rejoins after.
+func (fr *franzRun) onRevoked(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	fr.release(lost)
+}
+
+// onLost is kgo's OnPartitionsLost: the member is out of the group (its
+// commits fail with MemberGone). The claims end as on a revocation.
+func (fr *franzRun) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	fr.release(lost)
+}
+
+// release stops the claims of the partitions and waits for them.
+func (fr *franzRun) release(parts map[string][]int32) {
+	var ended []*franzClaim
+	fr.mu.Lock()
+	for t, ps := range parts {
+		for _, p := range ps {
+			tp := topicPartition{t, p}
+			delete(fr.assigned, tp)
+			if c := fr.claims[tp]; c != nil {
+				ended = append(ended, c)
+			}
+		}
+	}
+	fr.mu.Unlock()
+	for _, c := range ended {
+		c.stop()
+	}
+	for _, c := range ended {
+		<-c.done
+	}
+}
+
+// stopAll stops every claim and waits for them.
+func (fr *franzRun) stopAll() {
+	fr.mu.Lock()
+	all := make([]*franzClaim, 0, len(fr.claims))
+	for _, c := range fr.claims {
+		all = append(all, c)
+	}
+	fr.mu.Unlock()
+	for _, c := range all {
+		c.stop()
+	}
+	for _, c := range all {
+		<-c.done
+	}
+}
+
+// startClaims starts a claim for each partition, at the group's committed
+// offset (or the log start). The poller is blocked (a callback, or the
+// poller itself), so the offset set here is where the partition's next
+// fetch starts. A failed start is reported, and retried by the poller.
+func (fr *franzRun) startClaims(tps []topicPartition) {
+	if len(tps) == 0 || fr.stopping() {
+		return
+	}
+	// Rebalances wait meanwhile: half the rebalance timeout at most, then
+	// the poller tries again.
+	ctx, cancel := context.WithTimeout(fr.hardCtx, min(retryBudget, fr.cfg.RebalanceTimeout/2))
+	defer cancel()
+	initial, hwm, err := fr.startOffsets(ctx, tps)
+	if err != nil {
+		fr.report(fmt.Errorf("kafka: group %q: starting claims: %w", fr.cfg.GroupID, err))
+		fr.wantStart()
+		return
+	}
+	set := make(map[string]map[int32]kgo.EpochOffset)
+	for _, tp := range tps {
+		if set[tp.topic] == nil {
+			set[tp.topic] = make(map[int32]kgo.EpochOffset)
+		}
+		set[tp.topic][tp.partition] = kgo.EpochOffset{Epoch: -1, Offset: initial[tp]}
+	}
+	fr.cl.SetOffsets(set)
+	for _, tp := range tps {
+		fr.startClaim(tp, initial[tp], hwm[tp])
+	}
+}
+
+// wantStart has the poller start missing claims soon: at once the first
+// time, then after a backoff if starts keep failing or sessions keep
+// ending at once (as the sarama group paces its rejoins).
+func (fr *franzRun) wantStart() {
+	fr.mu.Lock()
+	if time.Since(fr.lastRestart) < time.Second {
+		fr.quick++
+	} else {
+		fr.quick = 0
+	}
+	fr.lastRestart = time.Now()
+	wait := time.Duration(0)
+	if fr.quick > 0 {
+		wait = Backoff(fr.quick + 2)
+	}
+	fr.mu.Unlock()
+	fr.claimsWG.Go(func() {
+		select {
+		case <-time.After(wait):
+		case <-fr.done:
+			return
+		}
+		fr.startWanted.Store(true)
+		fr.wakePoller()
+	})
+}
+
+// startMissing starts a claim for every assigned partition without one.
+// The poller calls it with rebalances blocked.
+func (fr *franzRun) startMissing() {
+	var tps []topicPartition
+	fr.mu.Lock()
+	for tp := range fr.assigned {
+		if fr.claims[tp] == nil {
+			tps = append(tps, tp)
+		}
+	}
+	fr.mu.Unlock()
+	fr.startClaims(tps)
+}
+
+// startClaim runs the handler on a new claim of tp.
+func (fr *franzRun) startClaim(tp topicPartition, initial, hwm int64) {
+	ctx, cancel := context.WithCancel(fr.hardCtx)
+	c := &franzClaim{
+		run: fr, topic: tp.topic, partition: tp.partition, initial: initial,
+		records: make(chan Record, claimBuffer),
+		ctx:     ctx, cancel: cancel,
+		wake: make(chan struct{}, 1), halt: make(chan struct{}), done: make(chan struct{}),
+	}
+	c.hwm.Store(hwm)
+	fr.mu.Lock()
+	fr.claims[tp] = c
+	fr.mu.Unlock()
+	fr.committer.claimStarted(tp)
+	fr.claimsWG.Go(func() {
+		var feeder sync.WaitGroup
+		feeder.Go(c.feed)
+		err := fr.call(ctx, c)
+		early := !c.wasStopped()
+		c.stop()
+		feeder.Wait()
+		c.mu.Lock()
+		c.timer.Stop()
+		c.mu.Unlock()
+		cancel()
+		fr.committer.claimEnded(tp)
+		fr.mu.Lock()
+		if fr.claims[tp] == c {
+			delete(fr.claims, tp)
+		}
+		fr.mu.Unlock()
+		close(c.done)
+		switch {
+		case err != nil:
+			fr.fail(&PartitionError{Topic: tp.topic, Partition: tp.partition, Err: err})
+		case early && !fr.stopping():
+			fr.endSession()
+		}
+	})
+}
+
+// call runs the handler, turning a panic into an error.
+func (fr *franzRun) call(ctx context.Context, c *franzClaim) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("kafka: handler panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return fr.h.Claim(ctx, c)
+}
+
+// endSession ends the member's session after a claim returned before its
+// Records closed, as the Handler contract says: every claim's Records
+// close, the member rejoins its group (ForceRebalance), and the claims of
+// every assigned partition start again at the committed offsets. As on
+// sarama, whose member ends its session and joins again, a leader's rejoin
+// starts a new generation: a handler that returned because its generation
+// was fenced — an external sink claimed with a newer token — meets the new
+// one when its claim starts again (the new generation's claims replace it
+// when the rebalance completes). A member that is not the leader gets its
+// current assignment back, as on sarama.
+func (fr *franzRun) endSession() {
+	fr.mu.Lock()
+	if fr.restarting {
+		fr.mu.Unlock()
+		return
+	}
+	fr.restarting = true
+	fr.mu.Unlock()
+	fr.claimsWG.Go(func() {
+		fr.stopAll()
+		fr.cl.ForceRebalance()
+		fr.mu.Lock()
+		fr.restarting = false
+		fr.mu.Unlock()
+		fr.wantStart()
+	})
+}

@@ -1,0 +1,386 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+)
+
+// franzRun is one Run of a Group on franz-go (kgo).
+//
+// kgo manages the membership (join, sync, heartbeats, the cooperative
+// protocol with weir's assignor, franzBalancer) and fetches; weir keeps
+// the claims. One goroutine polls (poll) and hands each partition's
+// records to its claim's queue, never blocking: a claim whose channel is
+// full has its partition paused until its feeder drained the queue, so a
+// slow claim holds back its own partition only.
+//
+// The member blocks rebalances while it polls (kgo.BlockRebalanceOnPoll):
+// between a PollFetches and AllowRebalance no assignment, revocation or
+// loss runs. So records the poller took are handed out before a claim of
+// their partition ends or starts, and a fetch that straddles a revocation
+// never reaches the next claim of the partition. The callbacks themselves
+// (onAssigned, onRevoked, onLost) run with the poller blocked.
+type franzRun struct {
+	cfg       GroupConfig
+	log       *slog.Logger
+	h         Handler
+	cl        *kgo.Client
+	committer *committer
+	hardCtx   context.Context // parent of claim contexts; not cancelled by Run's ctx
+	stop      context.CancelCauseFunc
+	errs      *errorQueue
+	done      <-chan struct{} // Run is stopping
+
+	// pollCancel cancels the poll in progress (see restart).
+	pollCancel atomic.Pointer[context.CancelFunc]
+	// startWanted asks the poller to start the claims of every assigned
+	// partition without one (after a failed start, or a session ended by
+	// a claim returning early).
+	startWanted atomic.Bool
+	// claimsWG counts claim goroutines and session restarts.
+	claimsWG sync.WaitGroup
+
+	mu       sync.Mutex
+	assigned map[topicPartition]bool
+	claims   map[topicPartition]*franzClaim
+	// restarting is set while a session ended by an early return is
+	// being restarted; lastRestart and quick pace restarts.
+	restarting  bool
+	lastRestart time.Time
+	quick       int
+	firstErr    error
+}
+
+// runFranz is Run on franz-go.
+func (g *Group) runFranz(ctx context.Context, h Handler) error {
+	consumeCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	fr := &franzRun{
+		cfg:       g.cfg,
+		log:       g.cfg.logger(),
+		h:         h,
+		committer: newCommitter(nil, g.cfg.GroupID, g.cfg.InstanceID),
+		hardCtx:   context.WithoutCancel(ctx),
+		stop:      stop,
+		errs:      newErrorQueue(g.cfg.OnError, g.cfg.logger()),
+		done:      consumeCtx.Done(),
+		assigned:  make(map[topicPartition]bool),
+		claims:    make(map[topicPartition]*franzClaim),
+	}
+	opts, err := FranzOpts(g.cfg.Config)
+	if err != nil {
+		return err
+	}
+	// Cancelling clientCtx fails every request in flight, a JoinGroup
+	// waiting for a rebalance included (see the leave below).
+	clientCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
+	defer abort()
+	opts = append(opts, kgo.WithContext(clientCtx))
+	cl, err := kgo.NewClient(append(opts, fr.groupOpts()...)...)
+	if err != nil {
+		return fmt.Errorf("%w: group %q: %w", ErrConfig, g.cfg.GroupID, err)
+	}
+	fr.cl = cl
+	var dispatcher sync.WaitGroup
+	dispatcher.Go(fr.errs.run)
+	defer func() {
+		fr.errs.close()
+		dispatcher.Wait()
+	}()
+
+	// The client joins once it has topics to consume: only after they
+	// are known to exist, with matching partition counts.
+	if err := checkTopicsFranz(ctx, cl, g.cfg.Topics, g.cfg.CoPartitioned); err != nil {
+		cl.Close()
+		return err
+	}
+	cl.AddConsumeTopics(g.cfg.Topics...)
+
+	var poller sync.WaitGroup
+	poller.Go(func() { fr.poll(consumeCtx) })
+	<-consumeCtx.Done()
+	poller.Wait()
+
+	// Leaving revokes every partition (onRevoked): the claims' Records
+	// close, their handlers commit and return, then the member leaves
+	// the group (a static member stays, to come back within the session
+	// timeout). kgo lets a join or sync in flight finish first, so that
+	// the last commits run in a live generation; leaveCtx bounds the
+	// whole leave. A member without partitions has no commit to make,
+	// and a JoinGroup can wait the whole rebalance timeout (kfake never
+	// answers one whose member it removed meanwhile): its leave gets
+	// noClaimsLeave, then its requests are abandoned.
+	timeout := g.cfg.RebalanceTimeout + leaveGrace
+	fr.mu.Lock()
+	if len(fr.assigned) == 0 && len(fr.claims) == 0 {
+		timeout = noClaimsLeave
+	}
+	fr.mu.Unlock()
+	leaveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	if err := cl.LeaveGroupContext(leaveCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		fr.report(wrapFranzGroupError(g.cfg.GroupID, err))
+	}
+	cancel()
+	abort() // a leave that did not finish in time
+	cl.Close()
+	fr.stopAll() // claims a restart started after the leave revoked
+	fr.claimsWG.Wait()
+	return fr.result()
+}
+
+// noClaimsLeave bounds the leave of a member without partitions.
+const noClaimsLeave = 2 * time.Second
+
+// leaveGrace is how long a leave may take beyond the rebalance timeout
+// the revoked claims have.
+const leaveGrace = 10 * time.Second
+
+// groupOpts are the kgo options of the member.
+func (fr *franzRun) groupOpts() []kgo.Opt {
+	cfg := fr.cfg
+	opts := []kgo.Opt{
+		kgo.ConsumerGroup(cfg.GroupID),
+		kgo.Balancers(newFranzBalancer(cfg.CoPartitioned, cfg.MemberData)),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.SessionTimeout(cfg.SessionTimeout),
+		kgo.HeartbeatInterval(cfg.HeartbeatInterval),
+		kgo.RebalanceTimeout(cfg.RebalanceTimeout),
+		// kgo's floor for fetch.max.wait.ms is 10 ms.
+		kgo.FetchMaxWait(max(cfg.FetchMaxWait, 10*time.Millisecond)),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxPartitionBytes(DefaultMaxPartitionFetchBytes),
+		kgo.OnPartitionsAssigned(fr.onAssigned),
+		kgo.OnPartitionsRevoked(fr.onRevoked),
+		kgo.OnPartitionsLost(fr.onLost),
+		// Fetch errors kgo retries by itself reach OnError too, as the
+		// sarama group's do.
+		kgo.KeepRetryableFetchErrors(),
+		// tryCommit names topics, not topic ids (OffsetCommit v10+).
+		kgo.MaxVersions(commitVersions()),
+	}
+	if t := cfg.Tuning; t.MaxPartitionFetchBytes > 0 {
+		opts = append(opts, kgo.FetchMaxPartitionBytes(t.MaxPartitionFetchBytes))
+	}
+	if t := cfg.Tuning; t.FetchMinBytes > 0 {
+		opts = append(opts, kgo.FetchMinBytes(t.FetchMinBytes))
+	}
+	if cfg.ReadCommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	if cfg.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(cfg.InstanceID))
+	}
+	return opts
+}
+
+// commitVersions are kgo's default request versions with OffsetCommit
+// at most v9: v10 names topics by id only.
+func commitVersions() *kversion.Versions {
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(kmsg.OffsetCommit.Int16(), 9)
+	return v
+}
+
+// poll takes fetches and hands them to the claims until ctx is done.
+func (fr *franzRun) poll(ctx context.Context) {
+	defer fr.cl.AllowRebalance()
+	for {
+		pctx, cancel := context.WithCancel(ctx)
+		fr.pollCancel.Store(&cancel)
+		if fr.startWanted.Load() {
+			cancel()
+		}
+		fetches := fr.cl.PollFetches(pctx)
+		cancel()
+		if ctx.Err() != nil || fetches.IsClientClosed() {
+			return
+		}
+		fr.dispatch(fetches)
+		// A poll that returned something (a cancelled one returns its
+		// error) blocks rebalances until AllowRebalance: claims start
+		// here as in onAssigned.
+		if len(fetches) > 0 && fr.startWanted.Swap(false) {
+			fr.startMissing()
+		}
+		fr.cl.AllowRebalance()
+	}
+}
+
+// wakePoller makes the poll in progress return.
+func (fr *franzRun) wakePoller() {
+	if c := fr.pollCancel.Load(); c != nil {
+		(*c)()
+	}
+}
+
+// dispatch hands records to their claims and errors to OnError.
+func (fr *franzRun) dispatch(fetches kgo.Fetches) {
+	fetches.EachError(func(topic string, partition int32, err error) {
+		switch {
+		case errors.Is(err, context.Canceled), errors.Is(err, kgo.ErrClientClosed):
+		case topic == "":
+			// Group management errors come as a fetch error of no topic.
+			werr := wrapFranzGroupError(fr.cfg.GroupID, err)
+			if fatalFranzGroupError(err) {
+				fr.fail(werr)
+				return
+			}
+			fr.report(werr)
+		case errors.Is(err, kerr.TopicAuthorizationFailed):
+			// Refused again at every retry: the member would hold its
+			// partitions and process nothing.
+			fr.fail(&PartitionError{Topic: topic, Partition: partition,
+				Err: fmt.Errorf("%w (an ACL granting Read on topic %q is needed)", err, topic)})
+		default:
+			fr.report(&PartitionError{Topic: topic, Partition: partition, Err: err})
+		}
+	})
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		if p.Err != nil && len(p.Records) == 0 {
+			return // reported above; its high watermark is not one
+		}
+		fr.mu.Lock()
+		c := fr.claims[topicPartition{p.Topic, p.Partition}]
+		fr.mu.Unlock()
+		if c == nil {
+			// No claim: its start failed or its session is restarting,
+			// and the start sets the partition's offset anew. (A
+			// revoked partition's fetches are dropped by kgo itself.)
+			return
+		}
+		c.push(p.Records, p.HighWatermark)
+	})
+}
+
+// report hands err to OnError.
+func (fr *franzRun) report(err error) { fr.errs.push(err) }
+
+// fail records the error Run returns and stops the group.
+func (fr *franzRun) fail(err error) {
+	fr.mu.Lock()
+	first := fr.firstErr == nil
+	if first {
+		fr.firstErr = err
+	}
+	fr.mu.Unlock()
+	if !first {
+		fr.report(err)
+	}
+	fr.stop(err)
+}
+
+func (fr *franzRun) result() error {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	return fr.firstErr
+}
+
+// stopping reports whether Run is stopping.
+func (fr *franzRun) stopping() bool {
+	select {
+	case <-fr.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wrapFranzGroupError prefixes a group error of kgo.
+func wrapFranzGroupError(groupID string, err error) error {
+	var gs *kgo.ErrGroupSession
+	if errors.As(err, &gs) {
+		err = gs.Err
+	}
+	if errors.Is(err, kerr.GroupAuthorizationFailed) {
+		return fmt.Errorf("kafka: group %q: %w (an ACL granting Read on group %q is needed)", groupID, err, groupID)
+	}
+	return fmt.Errorf("kafka: group %q: %w", groupID, err)
+}
+
+// fatalFranzGroupError reports group errors that a new join cannot cure.
+func fatalFranzGroupError(err error) bool {
+	for _, k := range []*kerr.Error{
+		kerr.InvalidSessionTimeout, kerr.FencedInstanceID, kerr.GroupAuthorizationFailed,
+		kerr.TopicAuthorizationFailed, kerr.InconsistentGroupProtocol, kerr.InvalidGroupID,
+		kerr.GroupMaxSizeReached, kerr.SaslAuthenticationFailed, kerr.UnsupportedVersion,
+	} {
+		if errors.Is(err, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkTopicsFranz is checkTopics on a kgo client: every topic exists and
+// co-partitioned topics have the same partition count. A topic created a
+// moment ago is waited for (unknownTopicWait), a cluster that does not
+// answer for retryBudget.
+func checkTopicsFranz(ctx context.Context, cl *kgo.Client, topics []string, sets [][]string) error {
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		counts, err := franzTopicCounts(ctx, cl, topics)
+		var missing string
+		if err == nil {
+			for _, t := range topics {
+				if counts[t] == 0 {
+					missing = t
+					break
+				}
+			}
+			if missing == "" {
+				return checkCoPartitioned(counts, sets)
+			}
+			if time.Since(start) > unknownTopicWait {
+				return fmt.Errorf("%w: %q", ErrUnknownTopic, missing)
+			}
+		} else if time.Since(start) > retryBudget {
+			return fmt.Errorf("kafka: metadata of %v: %d attempts in %v: %w", topics, attempt+1, retryBudget, err)
+		}
+		if perr := Pause(ctx, Backoff(attempt)); perr != nil {
+			if err == nil {
+				err = fmt.Errorf("%w: %q", ErrUnknownTopic, missing)
+			}
+			return fmt.Errorf("kafka: metadata of %v: %w (after %w)", topics, perr, err)
+		}
+	}
+}
+
+// franzTopicCounts asks the cluster for the partition counts of topics; a
+// topic it does not know is absent.
+func franzTopicCounts(ctx context.Context, cl *kgo.Client, topics []string) (map[string]int, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, t := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	counts := make(map[string]int, len(topics))
+	for _, md := range resp.Topics {
+		if md.Topic == nil {
+			continue
+		}
+		switch err := kerr.ErrorForCode(md.ErrorCode); {
+		case err == nil, errors.Is(err, kerr.LeaderNotAvailable):
+			counts[*md.Topic] = len(md.Partitions)
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+		default:
+			return nil, fmt.Errorf("kafka: metadata of %q: %w", *md.Topic, err)
+		}
+	}
+	return counts, nil
+}
