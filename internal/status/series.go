@@ -122,6 +122,15 @@ func Read(g prometheus.Gatherer, now time.Time) (Sample, error) {
 				s.Phases[label(m, "phase")] = [2]float64{p[0] + h.GetSampleSum(), p[1] + float64(h.GetSampleCount())}
 			case "weir_partition_lag":
 				s.Lag[label(m, "topic")+"/"+label(m, "partition")] = v
+			case "weir_replica_lag": // standbys and warm-ups, by role
+				if s.StandbyLag == nil {
+					s.StandbyLag = map[string]float64{}
+				}
+				key := label(m, "store") + "/" + label(m, "partition")
+				if role := label(m, "role"); role != "" && role != "standby" {
+					key += " (" + role + ")"
+				}
+				s.StandbyLag[key] = v
 			default:
 				if strings.HasPrefix(name, "weir_standby") && strings.HasSuffix(name, "lag") {
 					if s.StandbyLag == nil {
