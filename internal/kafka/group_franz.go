@@ -258,7 +258,7 @@ func (fr *franzRun) dispatch(fetches kgo.Fetches) {
 			// Refused again at every retry: the member would hold its
 			// partitions and process nothing.
 			fr.fail(&PartitionError{Topic: topic, Partition: partition,
-				Err: fmt.Errorf("%w (an ACL granting Read on topic %q is needed)", err, topic)})
+				Err: fmt.Errorf("not authorized to read it: %w (an ACL granting Read on topic %q is needed)", err, topic)})
 		default:
 			fr.report(&PartitionError{Topic: topic, Partition: partition, Err: err})
 		}
@@ -320,7 +320,7 @@ func wrapFranzGroupError(groupID string, err error) error {
 		err = gs.Err
 	}
 	if errors.Is(err, kerr.GroupAuthorizationFailed) {
-		return fmt.Errorf("kafka: group %q: %w (an ACL granting Read on group %q is needed)", groupID, err, groupID)
+		return fmt.Errorf("kafka: group %q: not authorized to join it: %w (an ACL granting Read on group %q is needed)", groupID, err, groupID)
 	}
 	return fmt.Errorf("kafka: group %q: %w", groupID, err)
 }

@@ -2,7 +2,6 @@ package status
 
 import (
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -84,31 +83,26 @@ func Read(g prometheus.Gatherer, now time.Time) (Sample, error) {
 	if err != nil && len(families) == 0 {
 		return s, err
 	}
+	// The counters summed over their labels.
+	sums := map[string]*float64{
+		"weir_records_in_total": &s.In, "weir_records_out_total": &s.Out,
+		"weir_dead_lettered_total": &s.DeadLettered, "weir_skipped_total": &s.Skipped,
+		"weir_aborted_epochs_total": &s.Aborts, "weir_rewinds_total": &s.Rewinds,
+		"weir_rebalances_total": &s.Rebalances, "weir_restored_records_total": &s.Restored,
+	}
 	for _, f := range families {
 		name := f.GetName()
 		for _, m := range f.GetMetric() {
 			v := value(m)
+			if sum, ok := sums[name]; ok {
+				*sum += v
+				continue
+			}
 			switch name {
-			case "weir_records_in_total":
-				s.In += v
-			case "weir_records_out_total":
-				s.Out += v
-			case "weir_dead_lettered_total":
-				s.DeadLettered += v
-			case "weir_skipped_total":
-				s.Skipped += v
 			case "weir_dropped_records_total":
 				if label(m, "reason") == "late" {
 					s.Late += v
 				}
-			case "weir_aborted_epochs_total":
-				s.Aborts += v
-			case "weir_rewinds_total":
-				s.Rewinds += v
-			case "weir_rebalances_total":
-				s.Rebalances += v
-			case "weir_restored_records_total":
-				s.Restored += v
 			case "weir_commit_duration_seconds":
 				n := float64(m.GetHistogram().GetSampleCount())
 				if label(m, "result") == "failed" {
@@ -122,13 +116,15 @@ func Read(g prometheus.Gatherer, now time.Time) (Sample, error) {
 				s.Phases[label(m, "phase")] = [2]float64{p[0] + h.GetSampleSum(), p[1] + float64(h.GetSampleCount())}
 			case "weir_partition_lag":
 				s.Lag[label(m, "topic")+"/"+label(m, "partition")] = v
-			default:
-				if strings.HasPrefix(name, "weir_standby") && strings.HasSuffix(name, "lag") {
-					if s.StandbyLag == nil {
-						s.StandbyLag = map[string]float64{}
-					}
-					s.StandbyLag[label(m, "store")+"/"+label(m, "partition")] = v
+			case "weir_replica_lag": // standbys and warm-ups, by role
+				if s.StandbyLag == nil {
+					s.StandbyLag = map[string]float64{}
 				}
+				key := label(m, "store") + "/" + label(m, "partition")
+				if role := label(m, "role"); role != "" && role != "standby" {
+					key += " (" + role + ")"
+				}
+				s.StandbyLag[key] = v
 			}
 		}
 	}
