@@ -13,10 +13,10 @@ import (
 	"github.com/weirstream/weir/exactlyonce"
 	"github.com/weirstream/weir/internal/engine/batches"
 	"github.com/weirstream/weir/internal/engine/epochs"
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/query"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/statedir"
 	"github.com/weirstream/weir/internal/status"
 	"github.com/weirstream/weir/microbatch"
@@ -30,7 +30,7 @@ type App struct {
 	topo    *topology.Topology
 	cfg     config
 	running atomic.Bool
-	stats   atomic.Pointer[runtime.Stats]
+	stats   atomic.Pointer[tasks.Stats]
 	// metrics outlive runs; progress keeps the last reports for /progress.
 	metrics  *metrics.Metrics
 	progress *query.Ring
@@ -130,20 +130,20 @@ func (a *App) run(ctx context.Context) error {
 		}
 		txnID = a.cfg.applicationID + "-" + id
 	}
-	rtCfg := runtime.Config{
+	rtCfg := tasks.Config{
 		ApplicationID: a.cfg.applicationID, Graph: a.topo.Graph(), Kafka: a.cfg.kafkaConfig(),
 		Logger: a.cfg.logger, BadRecords: a.cfg.badRecords.runtime(), Clock: a.cfg.clock,
 		SessionTimeout: a.cfg.sessionTimeout, HeartbeatInterval: a.cfg.heartbeatInterval,
 		InstanceID: a.cfg.instanceID, StateDir: a.cfg.stateDir, StagingLimit: a.cfg.stagingLimit, MinFreeDisk: a.cfg.minFreeDisk,
 		CacheMaxBytes: a.cfg.cacheMaxBytes, Hooks: joinHooks(a.metrics.Hooks(), a.state.hooks()),
-		InternalTopics:  runtime.TopicSettings{ReplicationFactor: a.cfg.replication, Config: a.cfg.topicConfig},
+		InternalTopics:  tasks.TopicSettings{ReplicationFactor: a.cfg.replication, Config: a.cfg.topicConfig},
 		CreateSinks:     a.cfg.createSinks,
 		SkipSinkTopics:  a.cfg.mode == MicroBatch && a.cfg.microBatch.ForEachBatch != nil,
 		TransactionalID: txnID,
 		ExternalSinks:   a.cfg.sinks,
 	}
 	a.cfg.replicas.apply(&rtCfg)
-	rt, err := runtime.New(rtCfg)
+	rt, err := tasks.New(rtCfg)
 	if err != nil {
 		return fmt.Errorf("weir: %w", err)
 	}
@@ -174,19 +174,19 @@ func (a *App) run(ctx context.Context) error {
 }
 
 // runEngine runs the engine of the configured mode and guarantee.
-func (a *App) runEngine(ctx context.Context, rt *runtime.Runtime, txnID string) error {
+func (a *App) runEngine(ctx context.Context, rt *tasks.Runtime, txnID string) error {
 	// The preflight runs before anything joins the group or opens a
 	// transaction: a topology the cluster cannot run stops here, with
 	// every problem named at once.
 	if err := rt.Preflight(ctx); err != nil {
-		if runtime.Stopped(ctx, err) {
+		if tasks.Stopped(ctx, err) {
 			return nil
 		}
 		return err
 	}
 	if txnID != "" {
 		if err := rt.EnableExactlyOnce(ctx, txnID); err != nil {
-			if runtime.Stopped(ctx, err) {
+			if tasks.Stopped(ctx, err) {
 				return nil // stopped while starting: nothing was processed
 			}
 			return err
@@ -283,7 +283,7 @@ func (a *App) openWAL(ctx context.Context) (*offsets.Log, error) {
 		}
 		a.cfg.logger.Warn("weir: write-ahead log damaged; set aside, rebuilding it from the committed offsets",
 			"dir", dir, "file", d.File, "cause", d.Reason, "err", d.Err, "set_aside_as", filepath.Base(aside), "kept", statedir.Keep)
-		a.metrics.StateRebuilt(runtime.WALRebuilt, d.Reason)
+		a.metrics.StateRebuilt(tasks.WALRebuilt, d.Reason)
 		if wlog, err = offsets.Open(dir, opts); err == nil && a.cfg.mode == MicroBatch {
 			if err = seedBatchIDs(ctx, wlog, a.cfg.applicationID, time.Now()); err != nil {
 				_ = wlog.Close()

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/topology"
 )
 
@@ -31,7 +31,7 @@ func (a *App) Check(ctx context.Context) error {
 	if a.cfg.guarantee == ExactlyOnce {
 		txnID = a.cfg.applicationID + "-check"
 	}
-	_, _, err = runtime.Check(ctx, admin, runtime.RequirementsOf(a.topo.Graph(), a.cfg.applicationID), a.preflightOptions(), txnID)
+	_, _, err = tasks.Check(ctx, admin, tasks.RequirementsOf(a.topo.Graph(), a.cfg.applicationID), a.preflightOptions(), txnID)
 	if err != nil {
 		return fmt.Errorf("weir: %w", err)
 	}
@@ -39,12 +39,12 @@ func (a *App) Check(ctx context.Context) error {
 }
 
 // preflightOptions are the preflight's options for the App's settings.
-func (a *App) preflightOptions() runtime.PreflightOptions {
-	return runtime.PreflightOptions{
+func (a *App) preflightOptions() tasks.PreflightOptions {
+	return tasks.PreflightOptions{
 		DeadLetter:  a.cfg.badRecords == DeadLetter,
 		SkipSinks:   a.cfg.mode == MicroBatch && a.cfg.microBatch.ForEachBatch != nil,
 		CreateSinks: a.cfg.createSinks,
-		Internal:    runtime.TopicSettings{ReplicationFactor: a.cfg.replication, Config: a.cfg.topicConfig},
+		Internal:    tasks.TopicSettings{ReplicationFactor: a.cfg.replication, Config: a.cfg.topicConfig},
 	}
 }
 
@@ -59,7 +59,7 @@ func TopicRequirements(topo *topology.Topology, applicationID string) ([]byte, e
 	if applicationID == "" {
 		return nil, fmt.Errorf("%w: no application id", ErrConfig)
 	}
-	b, err := json.MarshalIndent(runtime.RequirementsOf(topo.Graph(), applicationID), "", "  ")
+	b, err := json.MarshalIndent(tasks.RequirementsOf(topo.Graph(), applicationID), "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("weir: topic requirements: %w", err)
 	}

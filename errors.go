@@ -3,9 +3,9 @@ package weir
 import (
 	"errors"
 
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/query"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // ErrConfig is wrapped by each of New's errors about the options (and a
@@ -25,18 +25,18 @@ var ErrHTTPForbidden = query.ErrForbidden
 // delivers (Run). Match them with errors.Is.
 var (
 	// ErrMissingTopic: a source or sink topic does not exist.
-	ErrMissingTopic = runtime.ErrMissingTopic
+	ErrMissingTopic = tasks.ErrMissingTopic
 	// ErrCoPartitioning: the source topics of a sub-topology — a join's
 	// two sides, a repartition topic among them — have different
 	// partition counts.
-	ErrCoPartitioning = runtime.ErrCoPartitioning
+	ErrCoPartitioning = tasks.ErrCoPartitioning
 	// ErrInternalTopic: an existing repartition, changelog or dead-letter
 	// topic has another partition count than weir needs, or a changelog is
 	// not compacted.
-	ErrInternalTopic = runtime.ErrInternalTopic
+	ErrInternalTopic = tasks.ErrInternalTopic
 	// ErrNotAuthorized: the cluster refuses to describe a topic; the
 	// error names the ACL it needs.
-	ErrNotAuthorized = runtime.ErrNotAuthorized
+	ErrNotAuthorized = tasks.ErrNotAuthorized
 	// ErrTransactionsUnavailable: exactly-once cannot run on the cluster —
 	// brokers too old, a transactional id not authorized, no transaction
 	// coordinator.
@@ -44,5 +44,5 @@ var (
 	// ErrOutputFatal: an output no retry delivers — its topic does not
 	// exist, writing it is not authorized, or the broker rejects the
 	// record.
-	ErrOutputFatal = runtime.ErrOutputFatal
+	ErrOutputFatal = tasks.ErrOutputFatal
 )

@@ -15,9 +15,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/query"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/status"
 )
 
@@ -153,7 +153,7 @@ func (a *App) listenHTTP() (net.Listener, string, error) {
 
 // serveHTTP starts the HTTP endpoints of a run, if configured; stop shuts
 // them down and waits.
-func (a *App) serveHTTP(rt *runtime.Runtime) (stop func(), err error) {
+func (a *App) serveHTTP(rt *tasks.Runtime) (stop func(), err error) {
 	if !a.cfg.httpOn {
 		return func() {}, nil
 	}
@@ -211,7 +211,7 @@ func (a *App) serveHTTP(rt *runtime.Runtime) (stop func(), err error) {
 
 // health is the App's state as /healthz and /readyz report it: ready only
 // while Running, healthy unless Failed.
-func (a *App) health(rt *runtime.Runtime) query.Health {
+func (a *App) health(rt *tasks.Runtime) query.Health {
 	st := a.State()
 	h := query.Health{
 		State: st.State.String(), Ready: st.Ready(), Healthy: st.Healthy(),
@@ -229,7 +229,7 @@ func (a *App) health(rt *runtime.Runtime) query.Health {
 		h.Reason = "restoring state stores"
 	case Retrying:
 		h.Reason = "the last epoch or batch did not commit; retrying"
-		if errors.Is(st.Err, runtime.ErrDiskFull) {
+		if errors.Is(st.Err, tasks.ErrDiskFull) {
 			h.Reason = "disk full: processing paused until the state volume has room"
 		}
 	case Failed:
@@ -247,7 +247,7 @@ const statusEvents = 100
 // statusPage returns the status page of a run (internal/status): the App's
 // state and the group, drawn from the metrics, the group coordinator and
 // the other instances' own reports.
-func (a *App) statusPage(rt *runtime.Runtime, adv string, client *http.Client) (*status.Page, error) {
+func (a *App) statusPage(rt *tasks.Runtime, adv string, client *http.Client) (*status.Page, error) {
 	kc := a.cfg.kafkaConfig()
 	kafkaClient, _ := kafka.ResolveClient(kc.Client) // validated by New
 	return status.New(status.Config{

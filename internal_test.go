@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/microbatch"
 )
 
@@ -17,13 +17,13 @@ import (
 func TestBadRecordPolicyReachesTheRuntime(t *testing.T) {
 	for _, tc := range []struct {
 		p    BadRecordPolicy
-		want runtime.BadRecordPolicy
+		want tasks.BadRecordPolicy
 		name string
 	}{
-		{Fail, runtime.Fail, "fail"},
-		{Skip, runtime.Skip, "skip"},
-		{DeadLetter, runtime.DeadLetter, "dead-letter"},
-		{DeadLetter + 1, runtime.BadRecordPolicy(3), "BadRecordPolicy(3)"},
+		{Fail, tasks.Fail, "fail"},
+		{Skip, tasks.Skip, "skip"},
+		{DeadLetter, tasks.DeadLetter, "dead-letter"},
+		{DeadLetter + 1, tasks.BadRecordPolicy(3), "BadRecordPolicy(3)"},
 	} {
 		require.Equal(t, tc.want, tc.p.runtime())
 		require.Equal(t, tc.name, tc.p.String())

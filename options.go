@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/continuous"
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/microbatch"
 	"github.com/weirstream/weir/sink"
 )
@@ -75,7 +75,7 @@ type config struct {
 	progressReports   int
 	replication       int16
 	topicConfig       map[string]string
-	createSinks       *runtime.SinkTopics
+	createSinks       *tasks.SinkTopics
 	stateListener     func(State, Status)
 	kafkaTuning       kafka.Tuning         // options_kafka.go
 	kafkaClient       kafka.Client         // options_kafka.go
@@ -312,7 +312,7 @@ func WithTopicConfig(key, value string) Option {
 // topics are not changed.
 func WithCreateSinkTopics(partitions int32, topicConfig map[string]string) Option {
 	return func(c *config) {
-		c.createSinks = &runtime.SinkTopics{Partitions: partitions, Config: maps.Clone(topicConfig)}
+		c.createSinks = &tasks.SinkTopics{Partitions: partitions, Config: maps.Clone(topicConfig)}
 	}
 }
 
@@ -412,7 +412,7 @@ func (c *config) ensureDefaults() {
 		c.heartbeatInterval = kafka.DefaultHeartbeatInterval
 	}
 	if c.stagingLimit == 0 {
-		c.stagingLimit = runtime.DefaultStagingLimit
+		c.stagingLimit = tasks.DefaultStagingLimit
 	}
 	if c.progressReports == 0 {
 		c.progressReports = DefaultProgressReports

@@ -3,8 +3,8 @@ package weir
 import (
 	"time"
 
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // replicaOptions are the standby and warm-up settings (docs/guide.md,
@@ -74,13 +74,13 @@ func (c *config) validateReplicas(bad func(string, ...any)) {
 	if r.acceptableLag < 0 {
 		bad("WithAcceptableRecoveryLag: negative lag %d", r.acceptableLag)
 	}
-	if r.probing != 0 && r.probing < runtime.MinProbingInterval {
-		bad("WithProbingRebalanceInterval: %v below the minimum %v", r.probing, runtime.MinProbingInterval)
+	if r.probing != 0 && r.probing < tasks.MinProbingInterval {
+		bad("WithProbingRebalanceInterval: %v below the minimum %v", r.probing, tasks.MinProbingInterval)
 	}
 }
 
 // apply sets the runtime's replica settings.
-func (r replicaOptions) apply(cfg *runtime.Config) {
+func (r replicaOptions) apply(cfg *tasks.Config) {
 	cfg.StandbyReplicas = r.standbys
 	cfg.MaxWarmupReplicas = kafka.DefaultMaxWarmupReplicas
 	if r.maxWarmupsSet {

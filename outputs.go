@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/sink"
 	"github.com/weirstream/weir/topology"
 )
@@ -42,16 +42,16 @@ func (p BadRecordPolicy) String() string {
 
 // runtime is the policy as the runtime applies it; an unknown policy
 // (New rejects it) stays unknown.
-func (p BadRecordPolicy) runtime() runtime.BadRecordPolicy {
+func (p BadRecordPolicy) runtime() tasks.BadRecordPolicy {
 	switch p {
 	case Fail:
-		return runtime.Fail
+		return tasks.Fail
 	case Skip:
-		return runtime.Skip
+		return tasks.Skip
 	case DeadLetter:
-		return runtime.DeadLetter
+		return tasks.DeadLetter
 	}
-	return runtime.BadRecordPolicy(p)
+	return tasks.BadRecordPolicy(p)
 }
 
 // WithSink registers s as the external sink the topology's ToSink(name)

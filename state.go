@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/metrics"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/status"
 )
 
@@ -236,8 +236,8 @@ func (st *stateTracker) updateLocked() {
 }
 
 // hooks returns the runtime hooks that drive the state.
-func (st *stateTracker) hooks() runtime.Hooks {
-	return runtime.Hooks{
+func (st *stateTracker) hooks() tasks.Hooks {
+	return tasks.Hooks{
 		Committing: st.committing,
 		Committed: func(_ time.Duration, err error) {
 			st.commitEnded()
@@ -266,8 +266,8 @@ func (st *stateTracker) hooks() runtime.Hooks {
 }
 
 // joinHooks returns hooks that call a's, then b's.
-func joinHooks(a, b runtime.Hooks) runtime.Hooks {
-	return runtime.Hooks{
+func joinHooks(a, b tasks.Hooks) tasks.Hooks {
+	return tasks.Hooks{
 		Committed: func(took time.Duration, err error) {
 			if a.Committed != nil {
 				a.Committed(took, err)

@@ -16,7 +16,7 @@ import (
 )
 
 // An at-least-once AvailableNow run whose offset commits failed
-// (runtime.ErrCommitLater) while it processed its input still ends once
+// (tasks.ErrCommitLater) while it processed its input still ends once
 // the commits work again: with no batch left to carry the offsets, it
 // commits them by themselves. Waiting for input instead would wait for
 // input that never comes: the group's members would run on and never be

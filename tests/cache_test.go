@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/third_party/kfake"
 	"github.com/weirstream/weir/microbatch"
 )
@@ -94,7 +94,7 @@ func TestWordCountCacheSurvivesAnAbortedTransaction(t *testing.T) {
 	opts := []weir.Option{
 		weir.WithGuarantee(weir.ExactlyOnce), weir.WithCacheMaxBytes(1 << 20),
 		weir.WithErrorHandler(func(err error) {
-			if errors.Is(err, runtime.ErrRewind) && errors.Is(err, injected) {
+			if errors.Is(err, tasks.ErrRewind) && errors.Is(err, injected) {
 				rewinds.Add(1)
 			}
 		}),

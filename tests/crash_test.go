@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/serde"
 	"github.com/weirstream/weir/statestore/badgerstore"
@@ -307,7 +307,7 @@ func TestStalledMemberWritesNoStaleChangelog(t *testing.T) {
 		for p, recs := range kafkatest.ReadCommittedPartitions(t, env, changelog) {
 			newest := int32(0)
 			for _, rec := range recs {
-				g, ok := runtime.WriterOf(rec.Headers)
+				g, ok := tasks.WriterOf(rec.Headers)
 				require.True(t, ok, "changelog record %d@%d has no writer generation", p, rec.Offset)
 				require.GreaterOrEqual(t, g, newest, "changelog record %d@%d (%s=%x) of writer generation %d after one of %d: the replaced member wrote",
 					p, rec.Offset, rec.Key, rec.Value, g, newest)

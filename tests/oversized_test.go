@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/serde"
 	"github.com/weirstream/weir/topology"
 )
@@ -52,12 +52,12 @@ func TestOversizedOutputIsDeadLettered(t *testing.T) {
 				require.Eventually(t, func() bool {
 					// The dead-letter topic exists once the instance started.
 					return len(kafkatest.ReadCommitted(t, env, out)) == 19 &&
-						len(kafkatest.ReadCommitted(t, env, runtime.DeadLetterTopic(in))) > 0
+						len(kafkatest.ReadCommitted(t, env, tasks.DeadLetterTopic(in))) > 0
 				}, 60*time.Second, 100*time.Millisecond, "19 outputs and a dead letter")
 				require.NoError(t, inst.stop(t))
 
 				require.Len(t, kafkatest.ReadCommitted(t, env, out), 19)
-				dlq := kafkatest.ReadCommitted(t, env, runtime.DeadLetterTopic(in))
+				dlq := kafkatest.ReadCommitted(t, env, tasks.DeadLetterTopic(in))
 				require.Len(t, dlq, 1)
 				require.Equal(t, "7", string(dlq[0].Key))
 				require.Equal(t, "big", string(dlq[0].Value))
@@ -65,12 +65,12 @@ func TestOversizedOutputIsDeadLettered(t *testing.T) {
 				for _, x := range dlq[0].Headers {
 					h[x.Key] = string(x.Value)
 				}
-				require.Equal(t, "processing", h[runtime.HeaderErrorKind])
-				require.Equal(t, "inflate", h[runtime.HeaderErrorNode])
-				require.Contains(t, h[runtime.HeaderErrorMessage], kafka.ErrRecordTooLarge.Error())
-				require.Equal(t, in, h[runtime.HeaderSourceTopic])
-				require.Equal(t, "1", h[runtime.HeaderSourcePartiton])
-				require.Equal(t, "3", h[runtime.HeaderSourceOffset])
+				require.Equal(t, "processing", h[tasks.HeaderErrorKind])
+				require.Equal(t, "inflate", h[tasks.HeaderErrorNode])
+				require.Contains(t, h[tasks.HeaderErrorMessage], kafka.ErrRecordTooLarge.Error())
+				require.Equal(t, in, h[tasks.HeaderSourceTopic])
+				require.Equal(t, "1", h[tasks.HeaderSourcePartiton])
+				require.Equal(t, "3", h[tasks.HeaderSourceOffset])
 				require.Equal(t, int64(1), inst.app.Stats().DeadLettered)
 			})
 		})

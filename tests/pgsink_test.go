@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/third_party/kfake"
 	"github.com/weirstream/weir/microbatch"
 	"github.com/weirstream/weir/serde"
@@ -271,7 +271,7 @@ func testPostgresSink(t *testing.T, env *kafkatest.Env, pool *pgxpool.Pool, g we
 	}
 	audited := requireAuditOnce(t, pool, prefix, lines-1) // every line but the poison one
 	require.NotContains(t, audited, "200", "the poison line was refused")
-	dlq := kafkatest.ReadCommitted(t, env, runtime.DeadLetterTopic(in))
+	dlq := kafkatest.ReadCommitted(t, env, tasks.DeadLetterTopic(in))
 	if g == weir.ExactlyOnce {
 		require.Len(t, dlq, 1, "the poison line is dead-lettered once")
 	} else {
@@ -281,8 +281,8 @@ func testPostgresSink(t *testing.T, env *kafkatest.Env, pool *pgxpool.Pool, g we
 	for _, h := range dlq[0].Headers {
 		headers[h.Key] = string(h.Value)
 	}
-	require.Equal(t, "audit", headers[runtime.HeaderErrorNode])
-	require.Contains(t, headers[runtime.HeaderErrorMessage], "check constraint")
+	require.Equal(t, "audit", headers[tasks.HeaderErrorNode])
+	require.Contains(t, headers[tasks.HeaderErrorMessage], "check constraint")
 }
 
 // waitForAudit waits until the audit table holds n distinct lines.

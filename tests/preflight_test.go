@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/serde"
 	"github.com/weirstream/weir/topology"
 )
@@ -32,7 +32,7 @@ func TestMisconfiguredTopologyFailsAtStart(t *testing.T) {
 			{
 				name:  "missing sink",
 				setup: func(t *testing.T, appID, in, out string) {},
-				is:    runtime.ErrMissingTopic,
+				is:    tasks.ErrMissingTopic,
 				want: func(_, out string) string {
 					return `sink topic "` + out + `" does not exist (sub-topology 1 writes to it)`
 				},
@@ -42,7 +42,7 @@ func TestMisconfiguredTopologyFailsAtStart(t *testing.T) {
 				setup: func(t *testing.T, appID, in, out string) {
 					createTopic(t, env, kafka.TopicSpec{Name: appID + "-counts-changelog", Partitions: 3, Config: map[string]string{"cleanup.policy": "compact"}})
 				},
-				is: runtime.ErrInternalTopic,
+				is: tasks.ErrInternalTopic,
 				want: func(appID, _ string) string {
 					return `changelog topic "` + appID + `-counts-changelog" has 3 partitions; weir needs 2`
 				},
@@ -52,7 +52,7 @@ func TestMisconfiguredTopologyFailsAtStart(t *testing.T) {
 				setup: func(t *testing.T, appID, in, out string) {
 					createTopic(t, env, kafka.TopicSpec{Name: appID + "-counts-changelog", Partitions: 2, Config: map[string]string{"cleanup.policy": "delete"}})
 				},
-				is: runtime.ErrInternalTopic,
+				is: tasks.ErrInternalTopic,
 				want: func(appID, _ string) string {
 					return `changelog topic "` + appID + `-counts-changelog" has cleanup.policy=delete; a changelog must be compacted`
 				},

@@ -18,7 +18,7 @@ import (
 // the state dir of a first run, so that a query that accepts a stale copy
 // (maxLag) finds one and asks for the changelog's end. Under -race this
 // pins that the topic plan is published atomically; the read_committed
-// switch is raced on purpose by internal/runtime's
+// switch is raced on purpose by internal/engine/tasks'
 // TestQueryCopyWhileExactlyOnceIsSwitchedOn.
 func TestQueriesWhileStartingDoNotRace(t *testing.T) {
 	for _, g := range []weir.Guarantee{weir.AtLeastOnce, weir.ExactlyOnce} {

@@ -14,9 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/third_party/kfake"
 	"github.com/weirstream/weir/serde"
 	"github.com/weirstream/weir/topology"
@@ -46,7 +46,7 @@ func TestExactlyOnceTableRegroupSurvivesFailedTransaction(t *testing.T) {
 	opts := []weir.Option{
 		weir.WithGuarantee(weir.ExactlyOnce),
 		weir.WithErrorHandler(func(err error) {
-			if errors.Is(err, runtime.ErrRewind) && errors.Is(err, sarama.KError(kerr.UnknownProducerID.Code)) {
+			if errors.Is(err, tasks.ErrRewind) && errors.Is(err, sarama.KError(kerr.UnknownProducerID.Code)) {
 				rewinds.Add(1)
 			}
 		}),

@@ -11,9 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/serde"
 	"github.com/weirstream/weir/topology"
 )
@@ -26,7 +26,7 @@ func deadLetterACLs(inputs ...string) []aclEntry {
 	var out []aclEntry
 	for _, in := range inputs {
 		for _, op := range []kmsg.ACLOperation{kmsg.ACLOperationCreate, kmsg.ACLOperationWrite} {
-			out = append(out, aclEntry{kmsg.ACLResourceTypeTopic, runtime.DeadLetterTopic(in), false, op})
+			out = append(out, aclEntry{kmsg.ACLResourceTypeTopic, tasks.DeadLetterTopic(in), false, op})
 		}
 	}
 	return out
@@ -69,7 +69,7 @@ func TestSecuredDeadLetter(t *testing.T) {
 	in, out := kafkatest.Topic(t), kafkatest.Topic(t)
 	kafkatest.CreateTopic(t, admin, in, 4)
 	kafkatest.CreateTopic(t, admin, out, 4)
-	dlq := runtime.DeadLetterTopic(in)
+	dlq := tasks.DeadLetterTopic(in)
 	kafkatest.DeleteTopicAtEnd(t, admin, dlq)
 	topo := poisonWordCount(t, in, out)
 	secure := func(t *testing.T, acls []aclEntry) []weir.Option {
@@ -130,8 +130,8 @@ func TestSecuredDeadLetter(t *testing.T) {
 				h[x.Key] = string(x.Value)
 			}
 			require.Contains(t, string(r.Value), "poison")
-			require.Equal(t, in, h[runtime.HeaderSourceTopic])
-			require.Equal(t, "deserialization", h[runtime.HeaderErrorKind])
+			require.Equal(t, in, h[tasks.HeaderSourceTopic])
+			require.Equal(t, "deserialization", h[tasks.HeaderErrorKind])
 		}
 		requireExact(t, want, seen)
 	})

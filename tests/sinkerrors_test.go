@@ -14,9 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // An output topic deleted while the application runs stops Run, under
@@ -166,7 +166,7 @@ func TestRecordTheTopicRejectsStopsRun(t *testing.T) {
 					t.Fatal("Run did not return within 60s of a record the topic rejects")
 				}
 				t.Logf("Run returned after %v: %v", time.Since(start).Round(time.Millisecond), err)
-				require.ErrorIs(t, err, runtime.ErrOutputFatal)
+				require.ErrorIs(t, err, tasks.ErrOutputFatal)
 				require.True(t, strings.Contains(err.Error(), `topic "`+out+`" rejects a record`), err.Error())
 				require.False(t, strings.Contains(err.Error(), "circuit breaker"), err.Error())
 			})

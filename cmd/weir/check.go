@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 var checkCommand = command{
@@ -46,7 +46,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *brokers == "" {
 		return usageErr("--brokers is required")
 	}
-	var req runtime.Requirements
+	var req tasks.Requirements
 	switch {
 	case *topoFile != "" && *sources != "":
 		return usageErr("--topology and --sources exclude each other")
@@ -62,9 +62,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if *appID == "" {
 			return usageErr("--sources needs --application-id")
 		}
-		req = runtime.Requirements{ApplicationID: *appID, Subtopologies: []runtime.SubtopologyTopics{{Sources: split(*sources), Sinks: split(*sinks)}}}
+		req = tasks.Requirements{ApplicationID: *appID, Subtopologies: []tasks.SubtopologyTopics{{Sources: split(*sources), Sinks: split(*sinks)}}}
 		for _, s := range split(*stores) {
-			req.Internal = append(req.Internal, runtime.InternalRequirement{Name: *appID + "-" + s + "-changelog", Compacted: true})
+			req.Internal = append(req.Internal, tasks.InternalRequirement{Name: *appID + "-" + s + "-changelog", Compacted: true})
 		}
 	default:
 		return usageErr("name the topics: --topology FILE, or --sources")
@@ -72,9 +72,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *createSinks < 0 {
 		return usageErr("--create-sinks %d: want 1 or more", *createSinks)
 	}
-	opts := runtime.PreflightOptions{DeadLetter: *deadLetter}
+	opts := tasks.PreflightOptions{DeadLetter: *deadLetter}
 	if *createSinks > 0 {
-		opts.CreateSinks = &runtime.SinkTopics{Partitions: int32(*createSinks)}
+		opts.CreateSinks = &tasks.SinkTopics{Partitions: int32(*createSinks)}
 	}
 	txnID := ""
 	if *exactlyOnce {
@@ -87,7 +87,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer admin.Close()
-	plan, create, err := runtime.Check(ctx, admin, req, opts, txnID)
+	plan, create, err := tasks.Check(ctx, admin, req, opts, txnID)
 	if err != nil {
 		// errors.Join puts one problem a line.
 		problems := strings.Split(err.Error(), "\n")
@@ -111,7 +111,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // readRequirements reads the JSON of weir.TopicRequirements.
-func readRequirements(name string) (runtime.Requirements, error) {
+func readRequirements(name string) (tasks.Requirements, error) {
 	var b []byte
 	var err error
 	if name == "-" {
@@ -120,14 +120,14 @@ func readRequirements(name string) (runtime.Requirements, error) {
 		b, err = os.ReadFile(name)
 	}
 	if err != nil {
-		return runtime.Requirements{}, fmt.Errorf("topology: %w", err)
+		return tasks.Requirements{}, fmt.Errorf("topology: %w", err)
 	}
-	var req runtime.Requirements
+	var req tasks.Requirements
 	if err := json.Unmarshal(b, &req); err != nil {
-		return runtime.Requirements{}, fmt.Errorf("topology %s: %w", name, err)
+		return tasks.Requirements{}, fmt.Errorf("topology %s: %w", name, err)
 	}
 	if req.ApplicationID == "" || len(req.Subtopologies) == 0 {
-		return runtime.Requirements{}, fmt.Errorf("topology %s: no application id or no sub-topologies (write it with weir.TopicRequirements)", name)
+		return tasks.Requirements{}, fmt.Errorf("topology %s: no application id or no sub-topologies (write it with weir.TopicRequirements)", name)
 	}
 	return req, nil
 }

@@ -14,9 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkaverify"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/serde"
 	"github.com/weirstream/weir/statestore/badgerstore"
 )
@@ -374,7 +374,7 @@ func (v *verifier) checkSessions(ctx context.Context, r *report) error {
 // naming its error and position; no good input there; nothing in the
 // repartition topic's dead-letter topic.
 func (v *verifier) checkDeadLetters(ctx context.Context, r *report) error {
-	recs, err := v.read(ctx, runtime.DeadLetterTopic(v.topics.In))
+	recs, err := v.read(ctx, tasks.DeadLetterTopic(v.topics.In))
 	if err != nil {
 		return err
 	}
@@ -401,10 +401,10 @@ func (v *verifier) checkDeadLetters(ctx context.Context, r *report) error {
 		case Oversized:
 			node = "copy"
 		}
-		if h[runtime.HeaderErrorKind] != kind || h[runtime.HeaderErrorNode] != node || h[runtime.HeaderErrorMessage] == "" ||
-			h[runtime.HeaderSourceTopic] != v.topics.In ||
-			h[runtime.HeaderSourcePartiton] != strconv.Itoa(int(v.exp.part[id-1])) ||
-			h[runtime.HeaderSourceOffset] != strconv.FormatInt(v.exp.off[id-1], 10) ||
+		if h[tasks.HeaderErrorKind] != kind || h[tasks.HeaderErrorNode] != node || h[tasks.HeaderErrorMessage] == "" ||
+			h[tasks.HeaderSourceTopic] != v.topics.In ||
+			h[tasks.HeaderSourcePartiton] != strconv.Itoa(int(v.exp.part[id-1])) ||
+			h[tasks.HeaderSourceOffset] != strconv.FormatInt(v.exp.off[id-1], 10) ||
 			string(rec.Key) != in.Key {
 			r.mismatches++
 			r.problem("dead letter of input %d (kind %d at %d@%d): headers %v", id, in.Kind, v.exp.part[id-1], v.exp.off[id-1], h)
@@ -422,7 +422,7 @@ func (v *verifier) checkDeadLetters(ctx context.Context, r *report) error {
 			r.problem("bad input %d (kind %d) has no dead letter", in.ID, in.Kind)
 		}
 	}
-	internal, err := kafkaverify.ReadStable(ctx, v.brokers, runtime.DeadLetterTopic(v.app+"-"+Repartition+"-repartition"))
+	internal, err := kafkaverify.ReadStable(ctx, v.brokers, tasks.DeadLetterTopic(v.app+"-"+Repartition+"-repartition"))
 	if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
 		return fmt.Errorf("chaos: read the repartition dead-letter topic: %w", err)
 	}
@@ -584,7 +584,7 @@ func groupOffsets(ctx context.Context, brokers []string, group, topic string) (m
 // — state a restore would never repair — still fails.
 //
 // The replay follows weir's documented restore rule for writer
-// generations (runtime.HeaderWriter): a record whose generation is below
+// generations (tasks.HeaderWriter): a record whose generation is below
 // the newest seen since the checkpoint (starting from the checkpoint's) is
 // a replaced owner's late write and is skipped; a new owner's marker
 // record raises the newest generation and is no store write (its key is no
@@ -635,7 +635,7 @@ func (v *verifier) stores(ctx context.Context, dirs []string, r *report) error {
 			if rec.Offset < best[p].Offset {
 				continue
 			}
-			if g, ok := runtime.WriterOf(rec.Headers); ok {
+			if g, ok := tasks.WriterOf(rec.Headers); ok {
 				if g < newest {
 					continue
 				}

@@ -29,7 +29,8 @@ const (
 	// weir's own layers.
 	kafkaAdapter = module + "/internal/kafka"
 	txnAdapter   = module + "/internal/txn"
-	engines      = module + "/internal/engine"
+	epochs       = module + "/internal/engine/epochs"
+	batches      = module + "/internal/engine/batches"
 	continuous   = module + "/continuous"
 	microbatch   = module + "/microbatch"
 	queryServer  = module + "/internal/query"
@@ -64,25 +65,25 @@ var policies = []struct {
 	forbidden: []string{sarama, franz, kafkaAdapter, txnAdapter},
 	why:       "the WAL and the stores keep progress and state on disk; the engines talk to Kafka",
 }, {
-	pkgs:      []string{"internal/runtime"},
-	forbidden: []string{engines, continuous, microbatch, queryServer},
-	why: "the runtime (tasks, stores, commits) serves the engines and the query server; " +
+	pkgs:      []string{"internal/engine/tasks"},
+	forbidden: []string{epochs, batches, continuous, microbatch, queryServer},
+	why: "the tasks package (tasks, stores, commits) serves the engines and the query server; " +
 		"they call it, never the other way round",
 }, {
 	pkgs:      []string{"internal/query"},
-	forbidden: []string{engines, continuous, microbatch},
-	why:       "the query server reads the runtime's stores, whichever engine runs them",
+	forbidden: []string{epochs, batches, continuous, microbatch},
+	why:       "the query server reads the tasks' stores, whichever engine runs them",
 }, {
 	pkgs:      []string{"internal/engine/epochs", "continuous"},
-	forbidden: []string{module + "/internal/engine/batches", microbatch},
+	forbidden: []string{batches, microbatch},
 	why:       "the two engines are independent: the continuous engine does not use the micro-batch one",
 }, {
 	pkgs:      []string{"internal/engine/batches", "microbatch"},
-	forbidden: []string{module + "/internal/engine/epochs", continuous},
+	forbidden: []string{epochs, continuous},
 	why:       "the two engines are independent: the micro-batch engine does not use the continuous one",
 }, {
 	pkgs:      []string{"..."},
-	except:    []string{"internal/kafkatest", "internal/runtime/runtimetest"},
+	except:    []string{"internal/kafkatest", "internal/engine/tasks/taskstest"},
 	forbidden: []string{testingPkg},
 	why: "nothing a program links imports package testing: test machinery lives in test files and in the " +
 		"test-only helpers excepted here (programs share internal/kafkaverify with them)",

@@ -5,7 +5,7 @@
 // Usage:
 //
 //	m := metrics.New("wordcount", "continuous", "exactly-once")
-//	rt, err := runtime.New(runtime.Config{..., Hooks: m.Hooks()})
+//	rt, err := tasks.New(tasks.Config{..., Hooks: m.Hooks()})
 //	m.SetSource(rt) // counters, lag and restore progress are read at scrape time
 //	http.Handle("/metrics", m.Handler())
 //
@@ -23,7 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/processor"
 )
@@ -31,7 +31,7 @@ import (
 // Source is what the metrics read at scrape time: the runtime of the
 // current run.
 type Source interface {
-	Stats() *runtime.Stats
+	Stats() *tasks.Stats
 	Lags() map[offsets.TopicPartition]int64
 	Restoring() int64
 	TaskCounters() map[string]int64
@@ -105,7 +105,7 @@ func New(application, mode, guarantee string) *Metrics {
 		m.state.WithLabelValues(st).Set(0)
 	}
 	m.state.WithLabelValues("created").Set(1)
-	counter := func(name, help string, read func(*runtime.Stats) int64) prometheus.Collector {
+	counter := func(name, help string, read func(*tasks.Stats) int64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "weir", Name: name, Help: help, ConstLabels: labels},
 			func() float64 {
 				if s := m.source(); s != nil {
@@ -116,12 +116,12 @@ func New(application, mode, guarantee string) *Metrics {
 	}
 	m.reg.MustRegister(
 		m.commits, m.phases, m.rebalances, m.aborted, m.rewinds, m.deferred, m.state, m.rebuilt,
-		counter("records_in_total", "Input records handed to tasks.", func(s *runtime.Stats) int64 { return s.RecordsIn.Load() }),
-		counter("records_out_total", "Records written: outputs, repartition and changelog records.", func(s *runtime.Stats) int64 { return s.RecordsOut.Load() }),
-		counter("dead_lettered_total", "Bad records written to dead-letter topics.", func(s *runtime.Stats) int64 { return s.DeadLetter.Load() }),
-		counter("skipped_total", "Bad records skipped.", func(s *runtime.Stats) int64 { return s.Skipped.Load() }),
-		counter("restored_records_total", "Changelog records replayed into stores (restores and standbys).", func(s *runtime.Stats) int64 { return s.Restored.Load() }),
-		counter("replicated_records_total", "Changelog records standby and warm-up replicas applied (included in restored_records_total).", func(s *runtime.Stats) int64 { return s.Replicated.Load() }),
+		counter("records_in_total", "Input records handed to tasks.", func(s *tasks.Stats) int64 { return s.RecordsIn.Load() }),
+		counter("records_out_total", "Records written: outputs, repartition and changelog records.", func(s *tasks.Stats) int64 { return s.RecordsOut.Load() }),
+		counter("dead_lettered_total", "Bad records written to dead-letter topics.", func(s *tasks.Stats) int64 { return s.DeadLetter.Load() }),
+		counter("skipped_total", "Bad records skipped.", func(s *tasks.Stats) int64 { return s.Skipped.Load() }),
+		counter("restored_records_total", "Changelog records replayed into stores (restores and standbys).", func(s *tasks.Stats) int64 { return s.Restored.Load() }),
+		counter("replicated_records_total", "Changelog records standby and warm-up replicas applied (included in restored_records_total).", func(s *tasks.Stats) int64 { return s.Replicated.Load() }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "weir", Name: "restoring_tasks", ConstLabels: labels,
 			Help: "Tasks restoring their stores from their changelogs."}, func() float64 {
 			if s := m.source(); s != nil {
@@ -166,8 +166,8 @@ func (m *Metrics) Handler() http.Handler {
 
 // Hooks returns the runtime hooks that feed the commit latency and
 // rebalance metrics.
-func (m *Metrics) Hooks() runtime.Hooks {
-	return runtime.Hooks{
+func (m *Metrics) Hooks() tasks.Hooks {
+	return tasks.Hooks{
 		Committed: func(took time.Duration, err error) {
 			result := "committed"
 			if err != nil {
@@ -223,7 +223,7 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 // replicaLagSource is a Source that keeps standby and warm-up replicas
 // (the runtime does).
 type replicaLagSource interface {
-	ReplicaLags() []runtime.ReplicaLag
+	ReplicaLags() []tasks.ReplicaLag
 }
 
 // replicaLagCollector reports the lag of every replica the run keeps.
@@ -258,7 +258,7 @@ func (c *queryCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *queryCollector) Collect(ch chan<- prometheus.Metric) {
 	s, ok := c.m.source().(interface {
-		QueryCounts() ([]runtime.QueryOutcome, []int64)
+		QueryCounts() ([]tasks.QueryOutcome, []int64)
 	})
 	if !ok {
 		return

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/statestore"
 )
@@ -87,7 +87,7 @@ func maxLag(r *http.Request) (int64, error) {
 // one, or — within r's maxLag — a standby or restoring one. Otherwise it
 // answers r itself (forwarded to the owner, or an error) and returns
 // false.
-func (s *server) open(w http.ResponseWriter, r *http.Request, info runtime.StoreInfo, p int32, e apiError) (statestore.Store, runtime.Copy, bool) {
+func (s *server) open(w http.ResponseWriter, r *http.Request, info tasks.StoreInfo, p int32, e apiError) (statestore.Store, tasks.Copy, bool) {
 	bound, err := maxLag(r)
 	if _, werr := ownerWait(r); err == nil && werr != nil {
 		err = werr
@@ -95,14 +95,14 @@ func (s *server) open(w http.ResponseWriter, r *http.Request, info runtime.Store
 	if err != nil {
 		e.Error = err.Error()
 		writeError(w, http.StatusBadRequest, e)
-		return nil, runtime.Copy{}, false
+		return nil, tasks.Copy{}, false
 	}
 	st, err := s.rt.QueryStore(info.Spec.Name, p)
 	if err == nil {
-		return st, runtime.Copy{Role: runtime.RoleActive}, true
+		return st, tasks.Copy{Role: tasks.RoleActive}, true
 	}
 	stale := ""
-	if errors.Is(err, runtime.ErrNotOwner) && bound >= 0 {
+	if errors.Is(err, tasks.ErrNotOwner) && bound >= 0 {
 		st, c, cerr := s.rt.QueryCopy(r.Context(), info.Spec.Name, p, bound)
 		if cerr == nil {
 			return st, c, true
@@ -110,7 +110,7 @@ func (s *server) open(w http.ResponseWriter, r *http.Request, info runtime.Store
 		stale = "; " + cerr.Error()
 	}
 	s.elsewhere(w, r, info, p, err, e, bound, stale)
-	return nil, runtime.Copy{}, false
+	return nil, tasks.Copy{}, false
 }
 
 // elsewhere answers a request for a partition this instance does not run
@@ -123,8 +123,8 @@ func (s *server) open(w http.ResponseWriter, r *http.Request, info runtime.Store
 // owner cannot answer at once asks the other instances' copies first
 // (copies). stale says why the local copy could not serve, if maxLag
 // asked for one.
-func (s *server) elsewhere(w http.ResponseWriter, r *http.Request, info runtime.StoreInfo, p int32, err error, e apiError, bound int64, stale string) {
-	if !errors.Is(err, runtime.ErrNotOwner) {
+func (s *server) elsewhere(w http.ResponseWriter, r *http.Request, info tasks.StoreInfo, p int32, err error, e apiError, bound int64, stale string) {
+	if !errors.Is(err, tasks.ErrNotOwner) {
 		e.Error = err.Error()
 		writeError(w, http.StatusInternalServerError, e)
 		return
@@ -335,7 +335,7 @@ func misdirectedCause(body []byte) string {
 	return e.Cause
 }
 
-// counted counts the replies of a query endpoint (runtime.CountQuery,
+// counted counts the replies of a query endpoint (tasks.CountQuery,
 // weir_query_requests_total), for requests a client sent here, not those
 // another instance forwarded.
 func (s *server) counted(h http.HandlerFunc) http.HandlerFunc {
@@ -376,7 +376,7 @@ func (o *outcomeWriter) Write(b []byte) (int, error) {
 
 // outcome names the reply: its result, and the role that answered or the
 // cause of a 503 (from the JSON body).
-func (o *outcomeWriter) outcome() runtime.QueryOutcome {
+func (o *outcomeWriter) outcome() tasks.QueryOutcome {
 	var body struct {
 		Role  string `json:"role"`
 		Cause string `json:"cause"`
@@ -384,13 +384,13 @@ func (o *outcomeWriter) outcome() runtime.QueryOutcome {
 	_ = json.Unmarshal(o.head, &body) // a long range reply does not decode: no role
 	switch o.status {
 	case http.StatusOK:
-		return runtime.QueryOutcome{Result: "answered", Cause: body.Role}
+		return tasks.QueryOutcome{Result: "answered", Cause: body.Role}
 	case http.StatusNotFound:
-		return runtime.QueryOutcome{Result: "not_found"}
+		return tasks.QueryOutcome{Result: "not_found"}
 	case http.StatusServiceUnavailable:
-		return runtime.QueryOutcome{Result: "unavailable", Cause: body.Cause}
+		return tasks.QueryOutcome{Result: "unavailable", Cause: body.Cause}
 	case http.StatusBadRequest:
-		return runtime.QueryOutcome{Result: "bad_request"}
+		return tasks.QueryOutcome{Result: "bad_request"}
 	}
-	return runtime.QueryOutcome{Result: "error", Cause: strconv.Itoa(o.status)}
+	return tasks.QueryOutcome{Result: "error", Cause: strconv.Itoa(o.status)}
 }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // routeServer is a server with no runtime whose group reads come from
@@ -39,7 +39,7 @@ func deadAddr(t *testing.T) string {
 // owner-only query away (421).
 func answering(role string, n *atomic.Int32) *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if role != runtime.RoleActive && r.URL.Query().Get(MaxLagParam) == "" {
+		if role != tasks.RoleActive && r.URL.Query().Get(MaxLagParam) == "" {
 			writeError(w, http.StatusMisdirectedRequest, apiError{Error: "query: does not run partition 0"})
 			return
 		}
@@ -53,7 +53,7 @@ func routeQuery(t *testing.T, s *server, path string, bound int64) (int, apiErro
 	req := httptest.NewRequest(http.MethodGet, path, nil)
 	rec := httptest.NewRecorder()
 	start := time.Now()
-	s.elsewhere(rec, req, runtime.StoreInfo{}, 0, fmt.Errorf("x: %w", runtime.ErrNotOwner), apiError{}, bound, "")
+	s.elsewhere(rec, req, tasks.StoreInfo{}, 0, fmt.Errorf("x: %w", tasks.ErrNotOwner), apiError{}, bound, "")
 	took := time.Since(start)
 	var e apiError
 	var k KeyReply

@@ -11,7 +11,7 @@
 //
 // Queries read committed state only: the Badger rows a task's epochs or
 // batches reach after their Kafka commit, never the staged writes of one
-// that may still abort (runtime.QueryStore).
+// that may still abort (tasks.QueryStore).
 package query
 
 import (
@@ -25,8 +25,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
-	"github.com/weirstream/weir/internal/runtime"
 )
 
 // ForwardedHeader marks a request one instance forwarded to another: the
@@ -41,7 +41,7 @@ const DefaultLimit = 1000
 // Config configures the handler.
 type Config struct {
 	// Runtime is the run's runtime, read only; required.
-	Runtime runtime.QueryView
+	Runtime tasks.QueryView
 	// Members reads the consumer group's members; required.
 	Members Members
 	// Self is the address this instance advertises; required.
@@ -91,7 +91,7 @@ type Health struct {
 
 type server struct {
 	cfg    Config
-	rt     runtime.QueryView
+	rt     tasks.QueryView
 	owners *owners
 }
 
@@ -272,7 +272,7 @@ func (s *server) rangePartition(w http.ResponseWriter, r *http.Request) {
 
 // servePartition answers a range query of one partition: from its rows
 // here, or forwarded to its owner.
-func (s *server) servePartition(w http.ResponseWriter, r *http.Request, info runtime.StoreInfo, p int32) {
+func (s *server) servePartition(w http.ResponseWriter, r *http.Request, info tasks.StoreInfo, p int32) {
 	name := info.Spec.Name
 	from, to, limit, bad := s.rangeArgs(w, r, info)
 	if bad {
@@ -342,7 +342,7 @@ func (s *server) rangeAll(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *server) rangeArgs(w http.ResponseWriter, r *http.Request, info runtime.StoreInfo) (from, to []byte, limit int, bad bool) {
+func (s *server) rangeArgs(w http.ResponseWriter, r *http.Request, info tasks.StoreInfo) (from, to []byte, limit int, bad bool) {
 	q := r.URL.Query()
 	fail := func(msg string) ([]byte, []byte, int, bool) {
 		writeError(w, http.StatusBadRequest, apiError{Error: "query: " + msg, Store: info.Spec.Name})
@@ -369,7 +369,7 @@ func (s *server) rangeArgs(w http.ResponseWriter, r *http.Request, info runtime.
 }
 
 // store looks a store up, answering 404 or 503 itself.
-func (s *server) store(w http.ResponseWriter, name string) (runtime.StoreInfo, bool) {
+func (s *server) store(w http.ResponseWriter, name string) (tasks.StoreInfo, bool) {
 	info, err := s.rt.Store(name)
 	if err != nil {
 		writeError(w, http.StatusNotFound, apiError{Error: fmt.Sprintf("query: no queryable store %q", name), Store: name})

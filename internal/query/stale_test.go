@@ -14,8 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/processor"
 )
 
@@ -190,7 +190,7 @@ func routeQueryHeader(t *testing.T, s *server, path string) (int, apiError, KeyR
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, path, nil)
 	rec := httptest.NewRecorder()
-	s.elsewhere(rec, req, runtime.StoreInfo{}, 0, fmt.Errorf("x: %w", runtime.ErrNotOwner), apiError{}, -1, "")
+	s.elsewhere(rec, req, tasks.StoreInfo{}, 0, fmt.Errorf("x: %w", tasks.ErrNotOwner), apiError{}, -1, "")
 	var e apiError
 	var k KeyReply
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &e))

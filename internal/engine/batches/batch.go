@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/microbatch"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/processor"
@@ -87,7 +87,7 @@ func (e *Engine) runBatch(ctx context.Context, plan offsets.Plan, srcs map[offse
 		return errors.Join(procErr, fmt.Errorf("microbatch: wall-clock punctuation: %w", err))
 	}
 	switch err := e.commit(ctx, plan, srcs); {
-	case errors.Is(err, runtime.ErrCommitLater):
+	case errors.Is(err, tasks.ErrCommitLater):
 		e.commitLater = true
 		e.report(fmt.Errorf("microbatch: batch %d: %w", plan.Batch, err))
 	case err != nil:
@@ -135,10 +135,10 @@ func (e *Engine) runBatch(ctx context.Context, plan offsets.Plan, srcs map[offse
 }
 
 // commit makes the batch's outputs durable together with the next offset
-// of each of its ranges (runtime.Commit: flush and commit offsets, or one
+// of each of its ranges (tasks.Commit: flush and commit offsets, or one
 // transaction).
 func (e *Engine) commit(ctx context.Context, plan offsets.Plan, srcs map[offsets.TopicPartition]*source) error {
-	pos := runtime.Positions{}
+	pos := tasks.Positions{}
 	var session kafka.Session
 	for _, r := range plan.Ranges {
 		if s := srcs[r.TopicPartition]; s != nil {
@@ -150,26 +150,26 @@ func (e *Engine) commit(ctx context.Context, plan offsets.Plan, srcs map[offsets
 }
 
 // commitAgain commits the position of every source once more, after a
-// batch whose offsets were not committed (runtime.ErrCommitLater, a
+// batch whose offsets were not committed (tasks.ErrCommitLater, a
 // rebalance at the wrong moment), when a plan finds no batch to carry
 // them. Without it the offsets stay uncommitted until more input comes:
 // forever for an AvailableNow group, whose members end only once the
 // group has committed every partition to its end.
-// The state the batch staged is applied with it (runtime.Commit). A
+// The state the batch staged is applied with it (tasks.Commit). A
 // failure of the same kind is reported and tried again at the next empty
 // plan.
 func (e *Engine) commitAgain(ctx context.Context, srcs map[offsets.TopicPartition]*source) error {
 	if !e.commitLater || len(srcs) == 0 {
 		return nil
 	}
-	pos := runtime.Positions{}
+	pos := tasks.Positions{}
 	var session kafka.Session
 	for tp, s := range srcs {
 		pos[tp] = s.next
 		session = s.c
 	}
 	switch err := e.rt.Commit(ctx, pos, session); {
-	case errors.Is(err, runtime.ErrCommitLater):
+	case errors.Is(err, tasks.ErrCommitLater):
 		e.report(fmt.Errorf("microbatch: offsets of the last batch: %w", err))
 	case err != nil:
 		return fmt.Errorf("microbatch: offsets of the last batch: %w", err)

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/statedir"
 	"github.com/weirstream/weir/microbatch"
 	"github.com/weirstream/weir/offsets"
@@ -22,8 +22,8 @@ import (
 
 // Engine runs a topology in micro-batches. Create it with New; Run it once.
 type Engine struct {
-	rt  *runtime.Runtime
-	drv *runtime.Driver
+	rt  *tasks.Runtime
+	drv *tasks.Driver
 	wal *offsets.WAL
 	cfg microbatch.Config
 
@@ -51,13 +51,13 @@ type Engine struct {
 	sizes   []microbatch.StoreProgress
 	sizesAt time.Time
 	// commitLater is set while the offsets of a batch are not committed
-	// (runtime.ErrCommitLater): the next batch's commit carries them, or,
+	// (tasks.ErrCommitLater): the next batch's commit carries them, or,
 	// when no batch comes, commitAgain (batch.go).
 	commitLater bool
 }
 
 // New returns an engine for the runtime, logging batches to wal.
-func New(rt *runtime.Runtime, wal *offsets.WAL, cfg microbatch.Config) (*Engine, error) {
+func New(rt *tasks.Runtime, wal *offsets.WAL, cfg microbatch.Config) (*Engine, error) {
 	if rt == nil || wal == nil {
 		return nil, errors.New("microbatch: nil runtime or write-ahead log")
 	}
@@ -73,7 +73,7 @@ func New(rt *runtime.Runtime, wal *offsets.WAL, cfg microbatch.Config) (*Engine,
 	rt.ApplyStateBehind()
 	return &Engine{
 		rt:  rt,
-		drv: runtime.NewDriver(rt, runtime.DriverConfig{Name: "microbatch", LogName: "micro-batch", OnError: cfg.OnError}),
+		drv: tasks.NewDriver(rt, tasks.DriverConfig{Name: "microbatch", LogName: "micro-batch", OnError: cfg.OnError}),
 		wal: wal, cfg: cfg,
 		sources: map[offsets.TopicPartition]*source{},
 		changed: make(chan struct{}, 1),
@@ -93,8 +93,8 @@ func (e *Engine) Run(ctx context.Context) error {
 }
 
 // Claim registers a claimed partition with the batch loop and holds it
-// until the loop has committed its last batch (runtime.Mode).
-func (e *Engine) Claim(ctx context.Context, c kafka.Claim, task *runtime.Task) error {
+// until the loop has committed its last batch (tasks.Mode).
+func (e *Engine) Claim(ctx context.Context, c kafka.Claim, task *tasks.Task) error {
 	s := newSource(c, task, e.arrived)
 	if !e.register(s) {
 		return nil
@@ -109,7 +109,7 @@ func (e *Engine) Claim(ctx context.Context, c kafka.Claim, task *runtime.Task) e
 }
 
 // Loop runs batches until the trigger is done or ctx ends, then releases
-// every claim (runtime.Mode).
+// every claim (tasks.Mode).
 func (e *Engine) Loop(ctx context.Context) error {
 	err := e.loop(ctx)
 	e.stop()
@@ -118,7 +118,7 @@ func (e *Engine) Loop(ctx context.Context) error {
 
 // Finish returns the error of a committed batch's state that did not
 // reach Badger, if any; every task's release waited for its layers
-// (runtime.Mode).
+// (tasks.Mode).
 func (e *Engine) Finish(context.Context) error { return e.rt.StateApplyFailed() }
 
 func (e *Engine) register(s *source) bool {
@@ -208,7 +208,7 @@ func (e *Engine) loop(ctx context.Context) error {
 	for ctx.Err() == nil {
 		done, err := e.session(ctx)
 		switch {
-		case errors.Is(err, runtime.ErrRewind):
+		case errors.Is(err, tasks.ErrRewind):
 			e.report(fmt.Errorf("microbatch: rewinding to the committed offsets: %w", err))
 			e.releaseAll()
 		case statedir.NoSpace(err):
@@ -243,7 +243,7 @@ func (e *Engine) session(ctx context.Context) (bool, error) {
 	if err := e.readGroupTargets(ctx); err != nil {
 		return false, err
 	}
-	// A volume nearly full takes no batch (runtime.WaitForDisk): Badger's
+	// A volume nearly full takes no batch (tasks.WaitForDisk): Badger's
 	// writes must not run past its end.
 	if err := e.rt.WaitForDisk(ctx); err != nil {
 		return false, nil // ctx ended

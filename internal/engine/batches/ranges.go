@@ -7,8 +7,8 @@ import (
 	goruntime "runtime"
 	"sync"
 
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/microbatch"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/processor"
@@ -34,7 +34,7 @@ type rangeRun struct {
 func (e *Engine) readRanges(ctx context.Context, plan offsets.Plan, srcs map[offsets.TopicPartition]*source) []rangeRun {
 	runs := make([]rangeRun, len(plan.Ranges))
 	var groups [][]int // indexes into plan.Ranges, one slice per task
-	byTask := map[*runtime.Task]int{}
+	byTask := map[*tasks.Task]int{}
 	for i, r := range plan.Ranges {
 		runs[i].progress = microbatch.SourceProgress{Topic: r.Topic, Partition: r.Partition, StartOffset: r.Start, EndOffset: r.End}
 		s := srcs[r.TopicPartition]
@@ -77,7 +77,7 @@ func rangeWorkers() int { return max(2, 2*goruntime.GOMAXPROCS(0)) }
 
 // readRange processes range r of source s from s.next, recording in run
 // what it read. It returns the error that stopped it: one that wraps
-// runtime.ErrRewind (the transaction is doomed), a processor.RecordError
+// tasks.ErrRewind (the transaction is doomed), a processor.RecordError
 // (a record that stops the application), ctx's error, or a read failure.
 func (e *Engine) readRange(ctx context.Context, r offsets.Range, s *source, run *rangeRun) error {
 	var err error
@@ -107,7 +107,7 @@ func (e *Engine) readRange(ctx context.Context, r offsets.Range, s *source, run 
 // transaction comes first, whatever the order.
 func (e *Engine) settleRanges(ctx context.Context, plan offsets.Plan, runs []rangeRun) (procErr, fatal error) {
 	for _, run := range runs {
-		if errors.Is(run.err, runtime.ErrRewind) {
+		if errors.Is(run.err, tasks.ErrRewind) {
 			return nil, errors.Join(run.err, e.rt.Rewind(ctx, run.err))
 		}
 	}

@@ -4,20 +4,20 @@ import (
 	"context"
 	"sync"
 
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/offsets"
 )
 
 // source is one claimed partition as the batch loop sees it. The claim
 // makes the partition this instance's and commits its offsets; the batch
-// loop reads the planned ranges itself, exactly, with runtime.ReadRange —
+// loop reads the planned ranges itself, exactly, with tasks.ReadRange —
 // a range ends at its planned offset even when its last offsets hold only
 // transaction markers or aborted records, which a consumer never delivers.
 type source struct {
 	tp   offsets.TopicPartition
 	c    kafka.Claim
-	task *runtime.Task
+	task *tasks.Task
 	// arrived is the engine's: signalled for every record the claim's
 	// consumer delivers (Engine.idle).
 	arrived chan<- struct{}
@@ -33,7 +33,7 @@ type source struct {
 	released chan struct{}
 }
 
-func newSource(c kafka.Claim, task *runtime.Task, arrived chan<- struct{}) *source {
+func newSource(c kafka.Claim, task *tasks.Task, arrived chan<- struct{}) *source {
 	return &source{
 		tp: offsets.TopicPartition{Topic: c.Topic(), Partition: c.Partition()},
 		c:  c, task: task, arrived: arrived, next: c.InitialOffset(),

@@ -12,10 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir/embedded"
+	"github.com/weirstream/weir/internal/engine/tasks"
+	"github.com/weirstream/weir/internal/engine/tasks/taskstest"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest/kfakehook"
-	"github.com/weirstream/weir/internal/runtime"
-	"github.com/weirstream/weir/internal/runtime/runtimetest"
 	"github.com/weirstream/weir/internal/third_party/kfake"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/serde"
@@ -26,7 +26,7 @@ import (
 // broker, its epochs ended by the test.
 func behindEngine(t *testing.T, wal *offsets.WAL) (*Engine, *embedded.Broker) {
 	t.Helper()
-	return topologyEngine(t, stateless(), wal, runtime.Hooks{})
+	return topologyEngine(t, stateless(), wal, tasks.Hooks{})
 }
 
 // stateless is a topology that copies in to out.
@@ -39,13 +39,13 @@ func stateless() *topology.Builder {
 // countingEngine is behindEngine over a count (in → counts → out).
 func countingEngine(t *testing.T) (*Engine, *embedded.Broker) {
 	t.Helper()
-	return topologyEngine(t, runtimetest.Counting("in", "out"), nil, runtime.Hooks{})
+	return topologyEngine(t, taskstest.Counting("in", "out"), nil, tasks.Hooks{})
 }
 
 // topologyEngine is an at-least-once engine over the topology bld builds
 // (in → out) on an embedded broker, its epochs ended by the test; hooks
 // are its runtime's.
-func topologyEngine(t *testing.T, bld *topology.Builder, wal *offsets.WAL, hooks runtime.Hooks) (*Engine, *embedded.Broker) {
+func topologyEngine(t *testing.T, bld *topology.Builder, wal *offsets.WAL, hooks tasks.Hooks) (*Engine, *embedded.Broker) {
 	t.Helper()
 	ctx := t.Context()
 	b, err := embedded.Start(ctx, embedded.Options{Topics: map[string]int32{"in": 1, "out": 1}})
@@ -53,7 +53,7 @@ func topologyEngine(t *testing.T, bld *topology.Builder, wal *offsets.WAL, hooks
 	t.Cleanup(func() { _ = b.Close() })
 	topo, err := bld.Build()
 	require.NoError(t, err)
-	rt, err := runtime.New(runtime.Config{
+	rt, err := tasks.New(tasks.Config{
 		ApplicationID: "behind", Graph: topo.Graph(), Kafka: kafka.Config{Brokers: b.Addrs()},
 		Logger: slog.New(slog.DiscardHandler), Clock: time.Now, StateDir: t.TempDir(), Hooks: hooks,
 	})
@@ -107,8 +107,8 @@ func TestAtLeastOnceClaimsWaitForACommitBehindThatLags(t *testing.T) {
 	ctx := t.Context()
 	var waitedMu sync.Mutex
 	var waited time.Duration // the commit_wait phase
-	e, b := topologyEngine(t, stateless(), nil, runtime.Hooks{Phase: func(phase string, took time.Duration) {
-		if phase == runtime.PhaseCommitWait {
+	e, b := topologyEngine(t, stateless(), nil, tasks.Hooks{Phase: func(phase string, took time.Duration) {
+		if phase == tasks.PhaseCommitWait {
 			waitedMu.Lock()
 			waited += took
 			waitedMu.Unlock()
@@ -162,7 +162,7 @@ func TestAtLeastOnceStatefulEpochCommitsBehind(t *testing.T) {
 	ctx := t.Context()
 	e, b := countingEngine(t)
 	require.True(t, e.rt.CanCommitBehind())
-	query := func() (int64, bool) { return runtimetest.Count(t, e.rt, "counts", 0, "k") }
+	query := func() (int64, bool) { return taskstest.Count(t, e.rt, "counts", 0, "k") }
 
 	c := &markingClaim{fakeClaim: fakeClaim{records: make(chan kafka.Record, 4)}}
 	claimed := make(chan error, 1)

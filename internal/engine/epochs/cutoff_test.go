@@ -11,9 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir/embedded"
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest/kfakehook"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/internal/third_party/kfake"
 	"github.com/weirstream/weir/serde"
 	"github.com/weirstream/weir/topology"
@@ -33,7 +33,7 @@ func TestClaimCutOffByTheGroupRewinds(t *testing.T) {
 	topology.NewStream(bld, "in", serde.String(), serde.String()).To("out")
 	topo, err := bld.Build()
 	require.NoError(t, err)
-	rt, err := runtime.New(runtime.Config{
+	rt, err := tasks.New(tasks.Config{
 		ApplicationID: "cutoff", Graph: topo.Graph(), Kafka: kafka.Config{Brokers: b.Addrs()},
 		Logger: slog.New(slog.DiscardHandler), Clock: time.Now, StateDir: t.TempDir(),
 	})
@@ -70,7 +70,7 @@ func TestClaimCutOffByTheGroupRewinds(t *testing.T) {
 	}
 	require.Empty(t, e.positions(), "a rewind forgets the positions")
 	require.NotEmpty(t, reported, "the rewind is reported")
-	require.ErrorIs(t, reported[len(reported)-1], runtime.ErrRewind)
+	require.ErrorIs(t, reported[len(reported)-1], tasks.ErrRewind)
 }
 
 // fakeClaim is a claim of in/0 whose records the test supplies.

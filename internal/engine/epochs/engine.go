@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/continuous"
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
-	"github.com/weirstream/weir/internal/runtime"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/processor"
 )
@@ -44,8 +44,8 @@ type Config struct {
 // Engine runs a topology in continuous mode on the members of a consumer
 // group. Create it with New; Run it once.
 type Engine struct {
-	rt  *runtime.Runtime
-	drv *runtime.Driver
+	rt  *tasks.Runtime
+	drv *tasks.Driver
 	cfg Config
 
 	// barrier separates processing from epoch ends: claims hold it shared
@@ -86,7 +86,7 @@ type Engine struct {
 
 // behindWork is the part of an epoch end that runs while the claims go on
 // processing: the commit of an epoch cut under the barrier
-// (runtime.CommitBehind: an at-least-once flush and offset commit, or an
+// (tasks.CommitBehind: an at-least-once flush and offset commit, or an
 // exactly-once transaction's commit), then the
 // hand-over of its epoch to the epoch log (committed). The next epoch
 // end, a claim's abort, or Run's return waits for it and takes its error.
@@ -98,8 +98,8 @@ type behindWork struct {
 	err     error
 }
 
-// New returns an engine for the runtime.
-func New(rt *runtime.Runtime, cfg Config) (*Engine, error) {
+// New returns an engine that runs rt's tasks.
+func New(rt *tasks.Runtime, cfg Config) (*Engine, error) {
 	if rt == nil {
 		return nil, errors.New("continuous: nil runtime")
 	}
@@ -114,7 +114,7 @@ func New(rt *runtime.Runtime, cfg Config) (*Engine, error) {
 	rt.ApplyStateBehind()
 	return &Engine{
 		rt:  rt,
-		drv: runtime.NewDriver(rt, runtime.DriverConfig{Name: "continuous", LogName: "continuous", OnError: cfg.OnError}),
+		drv: tasks.NewDriver(rt, tasks.DriverConfig{Name: "continuous", LogName: "continuous", OnError: cfg.OnError}),
 		cfg: cfg, pos: map[offsets.TopicPartition]*atomic.Int64{}, rewind: make(chan struct{}),
 	}, nil
 }
@@ -139,12 +139,12 @@ func (e *Engine) Run(ctx context.Context) error {
 	return e.drv.Run(ctx, e)
 }
 
-// Loop ends an epoch every interval until ctx is done (runtime.Mode).
+// Loop ends an epoch every interval until ctx is done (tasks.Mode).
 func (e *Engine) Loop(ctx context.Context) error { return e.coordinate(ctx) }
 
 // Finish drains what the last epoch end left running: its epoch log
 // append, or the error of its commit, is not dropped, nor a committed
-// state layer that did not reach Badger (runtime.Mode).
+// state layer that did not reach Badger (tasks.Mode).
 func (e *Engine) Finish(ctx context.Context) error {
 	e.endMu.Lock()
 	defer e.endMu.Unlock()
@@ -181,7 +181,7 @@ func (e *Engine) coordinate(ctx context.Context) error {
 }
 
 // pauseForDisk stops the claims (the barrier held) while the state
-// volume's free space is below the minimum (runtime.WaitForDisk), and
+// volume's free space is below the minimum (tasks.WaitForDisk), and
 // ends no epoch meanwhile: an epoch end writes its state into Badger,
 // whose mmap'd writes past the end of a full volume end the process. The
 // records processed before the pause stay staged, and commit with the
@@ -196,7 +196,7 @@ func (e *Engine) pauseForDisk(ctx context.Context) error {
 
 // lastEpoch ends a last epoch after a graceful stop, committing under the
 // barrier what the claims processed, while the group session is still
-// live (runtime.Driver stops the group once Loop returned): a rebalance
+// live (tasks.Driver stops the group once Loop returned): a rebalance
 // under way when the stop came completes meanwhile, and the epoch commits
 // in the generation it reached. The claims' own last commits, once the
 // group stopped, cover only what they process meanwhile; alone, they are
@@ -206,13 +206,13 @@ func (e *Engine) pauseForDisk(ctx context.Context) error {
 // state restored from the changelog: counted twice).
 func (e *Engine) lastEpoch(ctx context.Context) error {
 	s := e.drv.Session()
-	if s == nil || !runtime.GracefulStop(ctx) {
+	if s == nil || !tasks.GracefulStop(ctx) {
 		return nil
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lastEpochTimeout)
 	defer cancel()
 	err := e.endEpoch(lctx, s, false)
-	if err == nil || lctx.Err() == nil || errors.Is(err, runtime.ErrOutputFatal) {
+	if err == nil || lctx.Err() == nil || errors.Is(err, tasks.ErrOutputFatal) {
 		return err
 	}
 	// Its outputs did not reach Kafka in time (a broker outage): nothing
@@ -222,7 +222,7 @@ func (e *Engine) lastEpoch(ctx context.Context) error {
 	// and the producer's close fails what it still holds.
 	e.barrier.Lock()
 	defer e.barrier.Unlock()
-	return e.abortLocked(lctx, fmt.Errorf("%w: the last epoch did not commit within %v: %w", runtime.ErrRewind, lastEpochTimeout, err))
+	return e.abortLocked(lctx, fmt.Errorf("%w: the last epoch did not commit within %v: %w", tasks.ErrRewind, lastEpochTimeout, err))
 }
 
 // lastEpochTimeout bounds lastEpoch.
@@ -232,8 +232,8 @@ const lastEpochTimeout = 30 * time.Second
 // that the partition is released with everything processed committed. After
 // an aborted transaction it returns at once instead: that ends the group
 // session, and the claims of the next one start again at the committed
-// offsets, with state restored from the committed changelog (runtime.Mode).
-func (e *Engine) Claim(ctx context.Context, c kafka.Claim, task *runtime.Task) error {
+// offsets, with state restored from the committed changelog (tasks.Mode).
+func (e *Engine) Claim(ctx context.Context, c kafka.Claim, task *tasks.Task) error {
 	tp := offsets.TopicPartition{Topic: c.Topic(), Partition: c.Partition()}
 	pos := e.slot(tp)
 	defer e.forget(tp, pos)
@@ -281,7 +281,7 @@ func (e *Engine) Claim(ctx context.Context, c kafka.Claim, task *runtime.Task) e
 		}
 		e.barrier.RUnlock()
 		switch {
-		case errors.Is(err, runtime.ErrRewind):
+		case errors.Is(err, tasks.ErrRewind):
 			return e.abort(ctx, err, rewind)
 		case err != nil:
 			// Commit what came before the failing record, then stop.
@@ -303,7 +303,7 @@ func (e *Engine) cutOff(ctx context.Context, tp offsets.TopicPartition, err erro
 	if err == nil || ctx.Err() == nil {
 		return err
 	}
-	cause := fmt.Errorf("%w: the claim of %s/%d outlived the rebalance timeout: %w", runtime.ErrRewind, tp.Topic, tp.Partition, err)
+	cause := fmt.Errorf("%w: the claim of %s/%d outlived the rebalance timeout: %w", tasks.ErrRewind, tp.Topic, tp.Partition, err)
 	// The claim's context is done; ending the transaction needs one that
 	// is not.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cutOffGrace)
@@ -338,10 +338,10 @@ func (e *Engine) forget(tp offsets.TopicPartition, s *atomic.Int64) {
 	e.posMu.Unlock()
 }
 
-func (e *Engine) positions() runtime.Positions {
+func (e *Engine) positions() tasks.Positions {
 	e.posMu.Lock()
 	defer e.posMu.Unlock()
-	out := make(runtime.Positions, len(e.pos))
+	out := make(tasks.Positions, len(e.pos))
 	for tp, s := range e.pos {
 		if next := s.Load(); next > 0 {
 			out[tp] = next
@@ -358,19 +358,19 @@ func (e *Engine) rewindSignal() <-chan struct{} {
 
 // endEpoch fires the wall-clock punctuators and commits: everything the
 // tasks wrote since the last epoch together with the offsets of the records
-// they processed (see runtime.Commit). A failed at-least-once offset commit
+// they processed (see tasks.Commit). A failed at-least-once offset commit
 // is reported and carried by the next epoch; an aborted transaction
 // rewinds.
 //
 // Processing stops (the exclusive barrier) only for as long as the epoch
 // needs a consistent cut: the punctuators run and the positions are read
 // under it. With behind set (the coordinator's epochs) and when the
-// runtime can (runtime.CanCommitBehind), the epoch is then cut
-// (runtime.CutBehind: the record caches and the changelogs are flushed —
+// runtime can (tasks.CanCommitBehind), the epoch is then cut
+// (tasks.CutBehind: the record caches and the changelogs are flushed —
 // into the transaction under exactly-once, whose claims' sends are held
 // from then on — and the staged state is frozen into a pending layer),
 // the barrier is released, and the epoch commits in the background while
-// the claims go on (runtime.CommitBehind): at-least-once, the flush and
+// the claims go on (tasks.CommitBehind): at-least-once, the flush and
 // the offset commit; exactly-once, the transaction's commit, after which
 // the held sends go into the next transaction. Once committed, the
 // epoch's layer is applied behind (runtime layers.go). If the epoch
@@ -389,13 +389,13 @@ func (e *Engine) rewindSignal() <-chan struct{} {
 func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) error {
 	e.endMu.Lock()
 	defer e.endMu.Unlock()
-	var ph runtime.Phases
+	var ph tasks.Phases
 	var locked time.Time
 	lock := func() {
 		waitStart := time.Now()
 		e.barrier.Lock()
 		locked = time.Now()
-		e.rt.ObservePhase(runtime.PhaseBarrierWait, &ph.BarrierWait, locked.Sub(waitStart))
+		e.rt.ObservePhase(tasks.PhaseBarrierWait, &ph.BarrierWait, locked.Sub(waitStart))
 	}
 	// A commit behind that lags (a slow or failing broker) stops the
 	// claims until it ends: they would otherwise run on for as long as the
@@ -408,7 +408,7 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) err
 	waited := time.Now()
 	rewound, err := e.settle(ctx, early)
 	if early {
-		e.rt.ObservePhase(runtime.PhaseCommitWait, &ph.CommitWait, time.Since(waited))
+		e.rt.ObservePhase(tasks.PhaseCommitWait, &ph.CommitWait, time.Since(waited))
 	}
 	if rewound || err != nil {
 		if early {
@@ -424,16 +424,16 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) err
 		if held {
 			held = false
 			e.barrier.Unlock()
-			e.rt.ObservePhase(runtime.PhasePaused, &ph.Paused, time.Since(locked))
+			e.rt.ObservePhase(tasks.PhasePaused, &ph.Paused, time.Since(locked))
 		}
 	}
 	defer unlock()
 	now := e.rt.Now()
-	err = e.rt.Timed(runtime.PhasePunctuate, &ph.Punctuate, func() error {
+	err = e.rt.Timed(tasks.PhasePunctuate, &ph.Punctuate, func() error {
 		return e.rt.Tasks().Each(func(t *processor.Task) error { return t.PunctuateWallClock(now) })
 	})
 	if err != nil {
-		if errors.Is(err, runtime.ErrRewind) {
+		if errors.Is(err, tasks.ErrRewind) {
 			// A punctuator's Send doomed the transaction: end it (abort or
 			// re-create the producer) as a claim's abort does, then rewind.
 			if rerr := e.rt.Rewind(ctx, err); rerr != nil {
@@ -447,7 +447,7 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) err
 	if behind && e.rt.CanCommitBehind() && !e.rt.HasExternalSinks() { // an external sink writes in Commit, under the barrier
 		cut, err := e.rt.CutBehind(ctx, pos, s, &ph)
 		switch {
-		case errors.Is(err, runtime.ErrRewind):
+		case errors.Is(err, tasks.ErrRewind):
 			return e.abortLocked(ctx, err)
 		case err != nil:
 			return fmt.Errorf("continuous: %w", err)
@@ -460,7 +460,7 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) err
 			err := e.rt.CommitBehind(bctx, cut, s, &ph)
 			took := time.Since(start)
 			switch {
-			case errors.Is(err, runtime.ErrCommitLater):
+			case errors.Is(err, tasks.ErrCommitLater):
 				e.rows.Add(rows) // the next epoch reports them
 				return err
 			case err != nil:
@@ -475,10 +475,10 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) err
 	err = e.rt.CommitTimed(ctx, pos, s, &ph)
 	took := time.Since(commitStart)
 	switch {
-	case errors.Is(err, runtime.ErrCommitLater):
+	case errors.Is(err, tasks.ErrCommitLater):
 		e.report(fmt.Errorf("continuous: %w", err))
 		return nil
-	case errors.Is(err, runtime.ErrRewind):
+	case errors.Is(err, tasks.ErrRewind):
 		return e.abortLocked(ctx, err)
 	case err != nil:
 		return fmt.Errorf("continuous: %w", err)
@@ -498,7 +498,7 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) err
 // cut short by a stop; nor is the commit for the cut's StopGrace (under
 // exactly-once, a transaction's commit cut short would leave its outcome
 // unknown, and the records held for the next transaction unsent).
-func (e *Engine) goBehind(ctx context.Context, cut *runtime.EpochCut, fn func(context.Context) error) {
+func (e *Engine) goBehind(ctx context.Context, cut *tasks.EpochCut, fn func(context.Context) error) {
 	w := &behindWork{ctx: ctx, bounded: !cut.HoldsSends(), done: make(chan struct{})}
 	e.behind = w
 	fctx, cancel := ctx, context.CancelFunc(func() {})
@@ -528,7 +528,7 @@ func afterStop(ctx context.Context, grace time.Duration) (context.Context, conte
 // commit carries it, and applies the state it kept), a member removed
 // from its group or an aborted transaction rewinds (rewound true: the
 // epoch end in progress has nothing to commit; what the claims did since
-// the cut is dropped, runtime.RewindBehind), a commit cut short by a stop
+// the cut is dropped, tasks.RewindBehind), a commit cut short by a stop
 // is left to the claims' last commits (an at-least-once one keeps its
 // state for them), any other error is returned (fatal). The caller holds
 // endMu, and the exclusive barrier if locked.
@@ -542,10 +542,10 @@ func (e *Engine) settle(ctx context.Context, locked bool) (rewound bool, err err
 	switch err := w.err; {
 	case err == nil:
 		return false, nil
-	case errors.Is(err, runtime.ErrCommitLater):
+	case errors.Is(err, tasks.ErrCommitLater):
 		e.report(fmt.Errorf("continuous: %w", err))
 		return false, nil
-	case errors.Is(err, runtime.ErrRewind):
+	case errors.Is(err, tasks.ErrRewind):
 		// Sends waiting for room among the records held (holding the
 		// barrier shared) were woken by the failure: the barrier comes.
 		if !locked {
@@ -554,7 +554,7 @@ func (e *Engine) settle(ctx context.Context, locked bool) (rewound bool, err err
 		}
 		e.rt.RewindBehind(err)
 		return true, e.abortLocked(ctx, err)
-	case w.ctx.Err() != nil && runtime.Stopped(w.ctx, err):
+	case w.ctx.Err() != nil && tasks.Stopped(w.ctx, err):
 		return false, nil
 	default:
 		return false, fmt.Errorf("continuous: %w", err)
@@ -567,7 +567,7 @@ func (e *Engine) settle(ctx context.Context, locked bool) (rewound bool, err err
 // bounds what the claims process beyond the last committed epoch to about
 // three epoch intervals (the duplicates a crash makes) and costs nothing
 // while commits keep up. A commit behind whose cut holds the claims' sends
-// (runtime.EpochCut.HoldsSends: exactly-once, the next transaction's
+// (tasks.EpochCut.HoldsSends: exactly-once, the next transaction's
 // records, a bounded buffer that an abort drops) needs no bound. The
 // caller holds endMu.
 func (e *Engine) lagging(grace time.Duration) bool {
@@ -589,8 +589,8 @@ func (e *Engine) lagging(grace time.Duration) bool {
 // appends it and then reports its progress (without an epoch log the
 // progress is reported at once). It returns the error of an earlier
 // append that failed: the engine stops.
-func (e *Engine) committed(now time.Time, pos runtime.Positions, took time.Duration,
-	rows int64, last time.Time, ph *runtime.Phases, behind bool) error {
+func (e *Engine) committed(now time.Time, pos tasks.Positions, took time.Duration,
+	rows int64, last time.Time, ph *tasks.Phases, behind bool) error {
 	n := e.epochs.Load()
 	if ph.Paused >= e.cfg.EpochInterval {
 		e.rt.Logger().Info("weir: continuous: epoch end paused processing", "epoch", n, "phases", continuous.Phases(*ph))
@@ -666,7 +666,7 @@ func (e *Engine) abortLocked(_ context.Context, cause error) error {
 }
 
 // epochRecord is the epoch log entry of a committed epoch.
-func epochRecord(n int64, at time.Time, pos runtime.Positions) offsets.Epoch {
+func epochRecord(n int64, at time.Time, pos tasks.Positions) offsets.Epoch {
 	ep := offsets.Epoch{Epoch: n, Timestamp: at}
 	for tp, next := range pos {
 		ep.Offsets = append(ep.Offsets, offsets.PartitionOffset{TopicPartition: tp, Next: next})

@@ -11,11 +11,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir/embedded"
+	"github.com/weirstream/weir/internal/engine/tasks"
+	"github.com/weirstream/weir/internal/engine/tasks/taskstest"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/kafkatest/kfakehook"
-	"github.com/weirstream/weir/internal/runtime"
-	"github.com/weirstream/weir/internal/runtime/runtimetest"
 	"github.com/weirstream/weir/internal/third_party/kfake"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/serde"
@@ -33,12 +33,12 @@ type eoHarness struct {
 
 // newEOHarness starts the engine on the brokers, whose topics in and out
 // (one partition each) exist; hooks are the runtime's.
-func newEOHarness(t *testing.T, brokers []string, in, out, appID string, hooks runtime.Hooks) *eoHarness {
+func newEOHarness(t *testing.T, brokers []string, in, out, appID string, hooks tasks.Hooks) *eoHarness {
 	t.Helper()
 	ctx := t.Context()
-	topo, err := runtimetest.Counting(in, out).Build()
+	topo, err := taskstest.Counting(in, out).Build()
 	require.NoError(t, err)
-	rt, err := runtime.New(runtime.Config{
+	rt, err := tasks.New(tasks.Config{
 		ApplicationID: appID, Graph: topo.Graph(), Kafka: kafka.Config{Brokers: brokers},
 		Logger: slog.New(slog.DiscardHandler), Clock: time.Now, StateDir: t.TempDir(), Hooks: hooks,
 	})
@@ -107,7 +107,7 @@ func (h *eoHarness) committed() []int64 {
 
 // query returns the count of "a" an interactive query reads.
 func (h *eoHarness) query() (int64, bool) {
-	return runtimetest.Count(h.t, h.e.rt, "counts", 0, "a")
+	return taskstest.Count(h.t, h.e.rt, "counts", 0, "a")
 }
 
 // committedEventually waits until a read_committed reader sees n counts
@@ -132,7 +132,7 @@ func eoKfake(t *testing.T) (*eoHarness, *embedded.Broker) {
 	b, err := embedded.Start(t.Context(), embedded.Options{Topics: map[string]int32{"in": 1, "out": 1}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
-	return newEOHarness(t, b.Addrs(), "in", "out", "eo-behind", runtime.Hooks{}), b
+	return newEOHarness(t, b.Addrs(), "in", "out", "eo-behind", tasks.Hooks{}), b
 }
 
 // An exactly-once epoch end releases the barrier once the epoch is cut,
@@ -151,7 +151,7 @@ func TestExactlyOnceEpochCommitsBehind(t *testing.T) {
 		// transaction's commit while holding is set.
 		var holding atomic.Bool
 		committing, gate := make(chan struct{}, 1), make(chan struct{})
-		hooks := runtime.Hooks{Committing: func() {
+		hooks := tasks.Hooks{Committing: func() {
 			if holding.Load() {
 				committing <- struct{}{}
 				<-gate

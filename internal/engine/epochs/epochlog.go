@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/continuous"
-	"github.com/weirstream/weir/internal/runtime"
+	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/statedir"
 	"github.com/weirstream/weir/offsets"
 )
@@ -16,7 +16,7 @@ import (
 const epochLogQueue = 256
 
 // epochWriter appends committed epochs to the epoch log in order, on a
-// goroutine of its own (runtime.Behind), and then reports their progress:
+// goroutine of its own (tasks.Behind), and then reports their progress:
 // a slow append (the log is synced to disk; a busy disk took up to 0.8 s
 // in the benchmark) delays neither processing nor the next epoch's
 // commit. An append that fails for a full volume is skipped, with a
@@ -26,7 +26,7 @@ const epochLogQueue = 256
 // truth).
 type epochWriter struct {
 	e *Engine
-	q *runtime.Behind
+	q *tasks.Behind
 }
 
 type epochJob struct {
@@ -35,14 +35,14 @@ type epochJob struct {
 }
 
 func newEpochWriter(e *Engine) *epochWriter {
-	return &epochWriter{e: e, q: runtime.NewBehind(epochLogQueue)}
+	return &epochWriter{e: e, q: tasks.NewBehind(epochLogQueue)}
 }
 
 // add queues a committed epoch; it waits only while the queue is full.
 func (w *epochWriter) add(j epochJob) {
 	w.q.Add(func() error {
 		var took time.Duration
-		err := w.e.rt.Timed(runtime.PhaseEpochLog, &took, func() error {
+		err := w.e.rt.Timed(tasks.PhaseEpochLog, &took, func() error {
 			return w.e.cfg.EpochLog.AppendEpoch(context.Background(), j.epoch)
 		})
 		if statedir.NoSpace(err) {

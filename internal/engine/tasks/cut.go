@@ -1,0 +1,202 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/weirstream/weir/internal/kafka"
+)
+
+// The cut of an epoch or a batch: what its end takes from the tasks while
+// they are stopped — the record caches flushed, the changelog records sent
+// (or taken to be sent behind), the staged state frozen into a layer.
+
+// EpochCut is an epoch cut under the engine's barrier (CutBehind), for
+// CommitBehind to commit behind it.
+type EpochCut struct {
+	positions Positions
+	// grace and holds are the committer's stopGrace and holdsSends.
+	grace time.Duration
+	holds bool
+	// layer is the epoch's state, frozen pending (nil if the tasks wrote
+	// none), and applyWait what the cut spent on state (PhaseStateApply).
+	layer     *epochLayer
+	applyWait time.Duration
+	// decided ends the wait of waitApplied for the layer (layers.go); nil
+	// for a stateless at-least-once cut, the positions alone.
+	decided func()
+}
+
+// StopGrace is how long the cut's CommitBehind may run on after the
+// engine's stop: under exactly-once a transaction's commit cut short would
+// leave its outcome unknown and the records held for the next one unsent;
+// under at-least-once none (the claims' last commits carry its offsets).
+func (c *EpochCut) StopGrace() time.Duration { return c.grace }
+
+// HoldsSends reports that the claims' Sends wait in a bounded buffer
+// while the cut's CommitBehind runs (exactly-once: held for the next
+// transaction), so the engine needs no bound of its own on how far the
+// claims run ahead of the commit.
+func (c *EpochCut) HoldsSends() bool { return c.holds }
+
+// CutBehind is the part of an epoch's commit that needs the tasks
+// stopped (see commit_behind.go), for the epoch whose records end at
+// positions. Its errors are Commit's: under exactly-once an output the transaction
+// refused aborts it (ErrRewind) and drops the epoch's state, as does a
+// record held during the previous commit that failed when sent; under
+// at-least-once a member removed from its group before the cut wrote its
+// changelog records rewinds (ErrRewind, see checkMembership). After an
+// error there is nothing to commit behind.
+func (r *Runtime) CutBehind(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) (*EpochCut, error) {
+	if ph == nil {
+		ph = &Phases{}
+	}
+	c := &EpochCut{positions: positions, grace: r.committer.stopGrace(), holds: r.committer.holdsSends()}
+	if r.committer.positionsAlone() && r.Stateless() {
+		return c, nil
+	}
+	if err := r.cut(ctx, c, s, ph); err != nil {
+		return nil, r.observeCommit(positions, func() error { return err })
+	}
+	return c, nil
+}
+
+// cut is CutBehind's work but for a stateless at-least-once topology.
+func (r *Runtime) cut(ctx context.Context, c *EpochCut, s kafka.Session, ph *Phases) error {
+	if err := r.StateApplyFailed(); err != nil {
+		return err
+	}
+	if err := r.committer.startCut(ctx); err != nil {
+		return r.flushFailed(ctx, err)
+	}
+	if err := r.flushCaches(ctx); err != nil {
+		return r.flushFailed(ctx, fmt.Errorf("runtime: flush record caches: %w", err))
+	}
+	var held []taskRecord
+	pending := r.pendingChangelog()
+	now, err := r.committer.changelogsAtCut(ctx, ph, pending)
+	if err != nil {
+		return r.flushFailed(ctx, err)
+	}
+	if now {
+		// As Commit: the member is still in its group before this
+		// epoch's changelog records are written.
+		if err := r.Timed(PhaseMembership, &ph.Membership, func() error { return r.committer.confirmMember(ctx, s, pending) }); err != nil {
+			r.dropStaged()
+			return err
+		}
+		if err := r.Timed(PhaseChangelog, &ph.ChangelogFlush, func() error { return r.flushChangelogs(ctx) }); err != nil {
+			return r.flushFailed(ctx, err)
+		}
+	} else {
+		// Held for the commit behind, which sends them once the outputs
+		// before them are acknowledged (sendChangelogs).
+		if held, err = r.holdChangelogs(ctx); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	l, err := r.freezeStaged(true)
+	if err != nil {
+		r.dropStaged()
+		return err
+	}
+	if l == nil && len(held) > 0 {
+		l = &epochLayer{}
+	}
+	if l != nil {
+		l.changelog = held
+	}
+	c.layer = l
+	c.applyWait = time.Since(start)
+	c.decided = r.layers.cutPending()
+	r.committer.endCut()
+	return nil
+}
+
+// flushCaches forwards what every task's record caches hold (see
+// processor.Task.FlushCache); Commit calls it first, so the epoch or batch
+// carries the flushed outputs and the changelog records they cause.
+func (r *Runtime) flushCaches(ctx context.Context) error {
+	if r.tasks.cache == nil {
+		return nil
+	}
+	return r.tasks.eachTask(func(t *Task) error {
+		t.ctx = ctx
+		defer func() { t.ctx = nil }()
+		return t.task.FlushCache()
+	})
+}
+
+// flushChangelogs sends every task's pending changelog records (one per
+// key changed since the last commit) into the epoch or batch being
+// committed.
+func (r *Runtime) flushChangelogs(ctx context.Context) error {
+	return r.tasks.eachTask(func(t *Task) error {
+		t.ctx = ctx
+		defer func() { t.ctx = nil }()
+		return t.task.FlushChangelog()
+	})
+}
+
+// holdChangelogs takes every task's pending changelog records, as
+// flushChangelogs would send them, without sending them: an at-least-once
+// cut hands them to its commit behind (sendChangelogs).
+func (r *Runtime) holdChangelogs(ctx context.Context) ([]taskRecord, error) {
+	var held []taskRecord
+	err := r.tasks.eachTask(func(t *Task) error {
+		t.ctx = ctx
+		t.hold = func(rec kafka.Record) { held = append(held, taskRecord{task: t, rec: rec}) }
+		defer func() { t.ctx, t.hold = nil, nil }()
+		return t.task.FlushChangelog()
+	})
+	return held, err
+}
+
+// pendingChangelog is the number of changelog records the tasks have to
+// flush.
+func (r *Runtime) pendingChangelog() int {
+	n := 0
+	_ = r.tasks.eachTask(func(t *Task) error {
+		n += t.task.PendingChangelog()
+		return nil
+	})
+	return n
+}
+
+// dropStaged drops every task's staged writes and the changelog records
+// describing them, after an abort, and discards the kept layers.
+func (r *Runtime) dropStaged() {
+	r.layers.discardKept()
+	_ = r.tasks.eachTask(func(t *Task) error {
+		for _, st := range t.staged {
+			st.Reset()
+		}
+		t.task.DiscardChangelog()
+		t.dropExternal()
+		return nil
+	})
+}
+
+// freezeStaged freezes every task's staging layers, pending (see
+// statestore.Staged.FreezePending) or committed; nil if none wrote.
+func (r *Runtime) freezeStaged(pending bool) (*epochLayer, error) {
+	var l epochLayer
+	err := r.tasks.eachTask(func(t *Task) error {
+		for _, st := range t.staged {
+			freeze := st.Freeze
+			if pending {
+				freeze = st.FreezePending
+			}
+			if fl := freeze(); fl != nil {
+				l.stores = append(l.stores, frozenStore{layer: fl, spec: st.spec, partition: t.id.Partition, writer: t.writer, task: t})
+			}
+		}
+		return nil
+	})
+	if err != nil || len(l.stores) == 0 {
+		return nil, err
+	}
+	return &l, nil
+}

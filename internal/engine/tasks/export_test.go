@@ -1,0 +1,20 @@
+package tasks
+
+import "github.com/weirstream/weir/statestore"
+
+// SetBeforeApply makes fn run before each state layer's Badger write; its
+// error fails the write.
+func SetBeforeApply(r *Runtime, fn func() error) { r.layers.beforeApply = fn }
+
+// DBReader returns a reader of the Badger rows of a store partition,
+// without the layers on their way there.
+func DBReader(r *Runtime, store string, partition int32) (statestore.Store, error) {
+	info, err := r.Store(store)
+	if err != nil {
+		return nil, err
+	}
+	return r.db.Reader(info.Spec, partition)
+}
+
+// SetBeforeTxnCommit makes fn run before each transaction's commit.
+func SetBeforeTxnCommit(r *Runtime, fn func()) { r.committer.(*txnOutput).beforeCommit = fn }
