@@ -130,18 +130,20 @@ func (a *App) run(ctx context.Context) error {
 		}
 		txnID = a.cfg.applicationID + "-" + id
 	}
-	rt, err := tasks.New(tasks.Config{
+	rtCfg := tasks.Config{
 		ApplicationID: a.cfg.applicationID, Graph: a.topo.Graph(), Kafka: a.cfg.kafkaConfig(),
 		Logger: a.cfg.logger, BadRecords: a.cfg.badRecords.runtime(), Clock: a.cfg.clock,
 		SessionTimeout: a.cfg.sessionTimeout, HeartbeatInterval: a.cfg.heartbeatInterval,
 		InstanceID: a.cfg.instanceID, StateDir: a.cfg.stateDir, StagingLimit: a.cfg.stagingLimit, MinFreeDisk: a.cfg.minFreeDisk,
-		CacheMaxBytes: a.cfg.cacheMaxBytes, Standbys: a.cfg.standbys, Hooks: joinHooks(a.metrics.Hooks(), a.state.hooks()),
+		CacheMaxBytes: a.cfg.cacheMaxBytes, Hooks: joinHooks(a.metrics.Hooks(), a.state.hooks()),
 		InternalTopics:  tasks.TopicSettings{ReplicationFactor: a.cfg.replication, Config: a.cfg.topicConfig},
 		CreateSinks:     a.cfg.createSinks,
 		SkipSinkTopics:  a.cfg.mode == MicroBatch && a.cfg.microBatch.ForEachBatch != nil,
 		TransactionalID: txnID,
 		ExternalSinks:   a.cfg.sinks,
-	})
+	}
+	a.cfg.replicas.apply(&rtCfg)
+	rt, err := tasks.New(rtCfg)
 	if err != nil {
 		return fmt.Errorf("weir: %w", err)
 	}
@@ -239,6 +241,10 @@ type Stats struct {
 	DeadLettered int64
 	// Restored counts changelog records replayed into stores.
 	Restored int64
+	// Replicated counts those of them that standby and warm-up replicas
+	// applied (WithStandbyReplicas, WithMaxWarmupReplicas): Restored minus
+	// Replicated is what tasks replayed before they ran.
+	Replicated int64
 	// GlobalRead counts the records of the global tables' topics read into
 	// their stores, at restore and since (bad and dropped ones too).
 	GlobalRead int64
@@ -253,7 +259,7 @@ func (a *App) Stats() Stats {
 	return Stats{
 		RecordsIn: s.RecordsIn.Load(), RecordsOut: s.RecordsOut.Load(),
 		Skipped: s.Skipped.Load(), DeadLettered: s.DeadLetter.Load(), Restored: s.Restored.Load(),
-		GlobalRead: s.GlobalRead.Load(),
+		Replicated: s.Replicated.Load(), GlobalRead: s.GlobalRead.Load(),
 	}
 }
 

@@ -64,7 +64,7 @@ type config struct {
 	stagingLimit      int64
 	minFreeDisk       int64 // see WithMinFreeDisk
 	cacheMaxBytes     int64
-	standbys          bool
+	replicas          replicaOptions // options_replicas.go
 	httpOn            bool
 	httpAddr          string
 	httpAdvertise     string
@@ -271,16 +271,6 @@ func WithStagingLimit(bytes int64) Option { return func(c *config) { c.stagingLi
 // cached. New rejects a negative size, and a positive one with micro-batch
 // ForEachBatch (which takes a batch's sink records before the flush).
 func WithCacheMaxBytes(bytes int64) Option { return func(c *config) { c.cacheMaxBytes = bytes } }
-
-// WithStandbyReplicas makes this instance a warm standby of every state
-// store partition it does not run (Kafka Streams' num.standby.replicas, with
-// every instance a standby of everything; default: no standbys): it keeps
-// their Badger rows caught up with their changelogs (every second), so when
-// one of those tasks moves here — a rebalance, another instance's crash —
-// its restore replays only the last changes instead of the whole
-// changelog. It costs the reads of every changelog and the disk for every
-// store.
-func WithStandbyReplicas() Option { return func(c *config) { c.standbys = true } }
 
 // WithReplicationFactor sets the replication factor of the topics weir
 // creates: repartition, changelog and dead-letter topics (Kafka Streams'
@@ -540,6 +530,7 @@ func (c *config) validate() error {
 		bad("WithProgressReports: %d is negative (0 for the default, %d)", c.progressReports, DefaultProgressReports)
 	}
 	c.validateKafka(bad)
+	c.validateReplicas(bad)
 	return errors.Join(errs...)
 }
 

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,6 +44,9 @@ func TestCrashChild(t *testing.T) {
 	}
 	if d, err := time.ParseDuration(env("EPOCH")); err == nil {
 		opts = append(opts, weir.WithEpochInterval(d))
+	}
+	if n, err := strconv.Atoi(env("STANDBYS")); err == nil {
+		opts = append(opts, weir.WithStandbyReplicas(n))
 	}
 	if addr := env("HTTP"); addr != "" {
 		opts = append(opts, weir.WithHTTP(addr))

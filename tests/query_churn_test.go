@@ -96,7 +96,7 @@ func testQueryChurn(t *testing.T, env *kafkatest.Env, mode weir.Mode, churnFor t
 	topo := churnTotalsTopology(t, in, out)
 	opts := []weir.Option{
 		weir.WithMode(mode), weir.WithGuarantee(weir.ExactlyOnce), weir.WithHTTP("127.0.0.1:0"),
-		weir.WithStandbyReplicas(),
+		weir.WithStandbyReplicas(2),
 	}
 	slots := make([]*churnSlot, 3)
 	start := func(s *churnSlot) {

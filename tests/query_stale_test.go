@@ -32,7 +32,7 @@ func TestQueryMaxLagServesStandbys(t *testing.T) {
 		kafkatest.CreateTopic(t, env, out, 4)
 		appID := kafkatest.GroupID(t)
 		topo := keyCountTopology(t, in, out)
-		opts := []weir.Option{weir.WithGuarantee(weir.ExactlyOnce), weir.WithHTTP("127.0.0.1:0"), weir.WithStandbyReplicas()}
+		opts := []weir.Option{weir.WithGuarantee(weir.ExactlyOnce), weir.WithHTTP("127.0.0.1:0"), weir.WithStandbyReplicas(1)}
 		a := startInstance(t, topo, env, appID, opts...)
 		b := startInstance(t, topo, env, appID, opts...)
 		defer func() {

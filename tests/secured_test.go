@@ -320,7 +320,7 @@ func runSecuredWordCount(t *testing.T, s *securedBroker, r securedRun) {
 	produceLines(t, admin, in, 0, 100, vocab, want)
 	waitForSecuredCounts(t, admin, out, want, r.exactly, "one instance")
 
-	b := startInstance(t, topo, appEnv, appID, append(r.options(), weir.WithStandbyReplicas(), weir.WithHTTP("127.0.0.1:0"))...)
+	b := startInstance(t, topo, appEnv, appID, append(r.options(), weir.WithStandbyReplicas(1), weir.WithHTTP("127.0.0.1:0"))...)
 	produceLines(t, admin, in, 100, 100, vocab, want)
 	waitForSecuredCounts(t, admin, out, want, r.exactly, "a second instance joined")
 	require.NoError(t, a.stop(t))

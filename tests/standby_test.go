@@ -28,7 +28,7 @@ func TestStandbyReplicasShortenTheRestore(t *testing.T) {
 			vocab[i] = fmt.Sprintf("w%03d", i)
 		}
 		want := map[string]int64{}
-		opts := []weir.Option{weir.WithGuarantee(weir.ExactlyOnce), weir.WithStandbyReplicas()}
+		opts := []weir.Option{weir.WithGuarantee(weir.ExactlyOnce), weir.WithStandbyReplicas(1)}
 		a := startInstance(t, topo, env, appID, opts...)
 		b := startInstance(t, topo, env, appID, opts...)
 		time.Sleep(3 * time.Second) // both are members: each runs half the tasks

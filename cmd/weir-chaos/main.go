@@ -73,6 +73,7 @@ func run() int {
 	quiet := flag.Bool("quiet", false, "no progress lines on stderr")
 	queries := flag.Bool("queries", false, "query scenarios: instances serve queries with standbys, a client asks one every 50 ms; kills only, 2-5 s apart, exactly-once, static members (unless -rebalances, -stalls, -faults, -guarantees, -static are given)")
 	extended := flag.Bool("extended", true, "the workload also has a windowed aggregate, a stream-stream join and a session aggregate (-extended=false: the running aggregate alone; off with -queries unless given)")
+	standbys := flag.Int("standbys", -1, "standby replicas per stateful task (WithStandbyReplicas); -1: drawn from each scenario's seed, 0 or 1 (2 with -queries); warm-ups are on in every scenario")
 	static := flag.Bool("static", false, "static group members (WithInstanceID, one id per member slot kept across restarts): a restarted instance takes its member's place at once instead of after the killed member's session timeout; on with -queries unless -static=false")
 	flag.Parse()
 	if *long {
@@ -95,6 +96,9 @@ func run() int {
 		if !set["extended"] {
 			*extended = false
 		}
+		if !set["standbys"] {
+			*standbys = 2
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -115,6 +119,7 @@ func run() int {
 		Name: "kafka", Exe: []string{exe}, WorkDir: dir, Records: *records, Kills: *kills,
 		Rebalances: *rebalances, Stalls: *stalls, Faults: *faults, Seed: *seed, Gap: *gap, Converge: *converge,
 		Queries: *queries, Static: *static, Extended: *extended, NetFaults: *netFaults, DiskFaults: *diskFaults,
+		Standbys: *standbys,
 	}
 	if !*quiet {
 		base.Log = os.Stderr

@@ -38,7 +38,7 @@ func TestSmoke(t *testing.T) {
 		Name: "smoke", Brokers: env.Brokers, Cluster: env.Cluster(),
 		Exe: []string{os.Args[0], "-test.run=^$"}, WorkDir: t.TempDir(),
 		Mode: "continuous", Guarantee: "exactly-once",
-		Records: 3000, Kills: 1, Rebalances: 2, Faults: 1, Seed: 1, Log: &log,
+		Records: 3000, Kills: 1, Rebalances: 2, Faults: 1, Seed: 1, Log: &log, Standbys: 1,
 	})
 	t.Log(log.String())
 	require.Empty(t, res.Problems)
@@ -68,7 +68,7 @@ func TestSmokePostgres(t *testing.T) {
 				Name: "smoke-pg", Brokers: env.Brokers, Cluster: env.Cluster(),
 				Exe: []string{os.Args[0], "-test.run=^$"}, WorkDir: t.TempDir(),
 				Mode: mode, Guarantee: "exactly-once",
-				Records: 3000, Kills: 1, Rebalances: 2, Faults: 1, Seed: 1, Log: &log,
+				Records: 3000, Kills: 1, Rebalances: 2, Faults: 1, Seed: 1, Log: &log, Standbys: 1,
 			})
 			t.Log(log.String())
 			require.Empty(t, res.Problems)
@@ -137,7 +137,7 @@ func TestQuerySmoke(t *testing.T) {
 	var log strings.Builder
 	res := chaos.Run(t.Context(), chaos.Config{
 		Name: "query-smoke", Brokers: env.Brokers, Exe: []string{os.Args[0], "-test.run=^$"}, WorkDir: t.TempDir(),
-		Mode: "continuous", Guarantee: "exactly-once", Records: 3000, Kills: 2, Seed: 1, Log: &log, Queries: true, Static: true,
+		Mode: "continuous", Guarantee: "exactly-once", Records: 3000, Kills: 2, Seed: 1, Log: &log, Queries: true, Static: true, Standbys: 2,
 	})
 	t.Log(log.String())
 	require.True(t, res.Pass(), "%s\n%s", res, strings.Join(res.Problems, "\n"))

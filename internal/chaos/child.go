@@ -46,7 +46,7 @@ type ChildConfig struct {
 	// there when it started (the bounded phase, bounded.go).
 	AvailableNow bool `json:"availableNow,omitempty"`
 	// HTTP, if set, is the address the instance serves its queries on
-	// (WithHTTP); it then keeps standby replicas too (query scenarios).
+	// (WithHTTP; query scenarios).
 	HTTP string `json:"http,omitempty"`
 	// InstanceID, if set, makes the instance a static group member
 	// (WithInstanceID): one id per member slot, kept across restarts.
@@ -54,6 +54,8 @@ type ChildConfig struct {
 	// MinFreeDisk, if set, is the instance's WithMinFreeDisk (the
 	// full-volume disk fault, diskfaults.go).
 	MinFreeDisk int64 `json:"minFreeDisk,omitempty"`
+	// Standbys is the instance's WithStandbyReplicas.
+	Standbys int `json:"standbys,omitempty"`
 }
 
 // IsChild reports whether this process is a chaos child instance (started
@@ -90,7 +92,10 @@ func RunChild() error {
 		opts = append(opts, weir.WithGuarantee(weir.ExactlyOnce))
 	}
 	if cfg.HTTP != "" {
-		opts = append(opts, weir.WithHTTP(cfg.HTTP), weir.WithStandbyReplicas())
+		opts = append(opts, weir.WithHTTP(cfg.HTTP))
+	}
+	if cfg.Standbys > 0 {
+		opts = append(opts, weir.WithStandbyReplicas(cfg.Standbys))
 	}
 	if cfg.InstanceID != "" {
 		opts = append(opts, weir.WithInstanceID(cfg.InstanceID))

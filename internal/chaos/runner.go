@@ -83,6 +83,11 @@ type Config struct {
 	// the session aggregate to the workload (Topics.Extended); weir-chaos
 	// runs it but for query scenarios.
 	Extended bool
+	// Standbys is the instances' WithStandbyReplicas (warm-ups are on in
+	// every scenario, weir's default); negative: drawn from the seed, 0
+	// or 1, so that takeovers from a standby and from a restore both run.
+	// Query scenarios keep 2 unless it is set.
+	Standbys int
 }
 
 // Result is a scenario's outcome.
@@ -91,8 +96,10 @@ type Result struct {
 	Duplicates, Lost, AggregateMismatches, DLQ       int
 	Kills, Rebalances, Stalls, Faults, FaultsInvoked int
 	NetFaults, DiskFaults                            int
-	Elapsed                                          time.Duration
-	Problems                                         []string
+	// Standbys is the standby replicas the instances kept.
+	Standbys int
+	Elapsed  time.Duration
+	Problems []string
 	// Queries is the query client's report (query scenarios only).
 	Queries *QueryReport
 }
@@ -113,9 +120,9 @@ func (r Result) String() string {
 	}
 	c := r.Config
 	return fmt.Sprintf("scenario=%s mode=%s guarantee=%s records=%d duplicates=%d lost=%d aggregate_mismatches=%d dlq=%d"+
-		" seed=%d kills=%d rebalances=%d stalls=%d broker_faults=%d net_faults=%d disk_faults=%d elapsed=%s result=%s",
+		" seed=%d kills=%d rebalances=%d stalls=%d broker_faults=%d net_faults=%d disk_faults=%d standbys=%d elapsed=%s result=%s",
 		c.Name, c.Mode, c.Guarantee, c.Records, r.Duplicates, r.Lost, r.AggregateMismatches, r.DLQ,
-		c.Seed, r.Kills, r.Rebalances, r.Stalls, r.Faults, r.NetFaults, r.DiskFaults, r.Elapsed.Round(time.Second), res)
+		c.Seed, r.Kills, r.Rebalances, r.Stalls, r.Faults, r.NetFaults, r.DiskFaults, r.Standbys, r.Elapsed.Round(time.Second), res)
 }
 
 // scenario is one Run in progress.
@@ -165,6 +172,12 @@ func Run(ctx context.Context, cfg Config) Result {
 	}
 	s := &scenario{cfg: cfg, rng: mrand.New(mrand.NewPCG(cfg.Seed, 1)), start: time.Now()}
 	s.res.Config = cfg
+	s.res.Standbys = cfg.Standbys
+	if cfg.Standbys < 0 {
+		// From a stream of its own, so that the events the seed draws
+		// stay those of earlier runs with the same seed.
+		s.res.Standbys = mrand.New(mrand.NewPCG(cfg.Seed, 2)).IntN(2)
+	}
 	if err := s.run(ctx); err != nil {
 		s.res.Problems = append(s.res.Problems, err.Error())
 	}
@@ -481,6 +494,7 @@ func (s *scenario) startMember(m *member) error {
 		cfg.Brokers = m.proxy.Bootstrap(s.cfg.Brokers)
 	}
 	cfg.MinFreeDisk = m.minFreeDisk
+	cfg.Standbys = s.res.Standbys
 	if s.q != nil {
 		cfg.HTTP = s.q.addrs[m.slot]
 	}

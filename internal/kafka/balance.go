@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"encoding/binary"
+	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"sync"
@@ -60,12 +62,17 @@ type copartitionStrategy struct {
 	memberData []byte
 	onAssign   func(generation int32)
 	generation atomic.Int32
+	// replicas configures standbys and warm-ups (plan_standby.go).
+	replicas ReplicaConfig
+	// log, if set, receives the leader's plans at Debug level.
+	log *slog.Logger
 
-	// peers is the assignment user data of the generation the leader
-	// planned last (encodePeers of every member's data), set by Plan and
-	// read by AssignmentData right after it.
-	mu    sync.Mutex
-	peers []byte
+	// assigned is the assignment user data of each member of the
+	// generation the leader planned last (encodeAssignment: every member's
+	// data, the member's replicas), set by Plan and read by AssignmentData
+	// right after it.
+	mu       sync.Mutex
+	assigned map[string][]byte
 }
 
 var (
@@ -94,11 +101,13 @@ func (s *copartitionStrategy) Plan(members map[string]sarama.ConsumerGroupMember
 	in := make(map[string]planMember, len(members))
 	peers := make(map[string][]byte, len(members))
 	for id, meta := range members {
-		peers[id] = decodeMemberData(meta.UserData)
+		sub := decodeSubscription(meta.UserData)
+		peers[id] = sub.memberData
 		pm := planMember{
 			topics:     meta.Topics,
 			owned:      make(map[string][]int32, len(meta.OwnedPartitions)),
-			generation: decodeUserData(meta.UserData),
+			generation: sub.generation,
+			lags:       sub.lags,
 		}
 		if meta.Version >= 2 && meta.GenerationID >= 0 {
 			pm.generation = meta.GenerationID
@@ -114,11 +123,26 @@ func (s *copartitionStrategy) Plan(members map[string]sarama.ConsumerGroupMember
 	if len(enc)*len(members) > maxPeersBytes {
 		enc = nil // a group too large: the addresses come from subscriptions only
 	}
+	a := computeAssignment(s.sets, in, topics, s.replicas.settings())
+	assigned := make(map[string][]byte, len(members))
+	for id := range members {
+		assigned[id] = encodeAssignment(enc, a.standby[id], a.warmup[id])
+		if s.log != nil {
+			s.log.Debug("weir: assignor plan", "member", id, "settings", fmt.Sprintf("%+v", s.replicas.settings()), "owned", in[id].owned, "lags", in[id].lags,
+				"assigned", a.plan[id], "standby", a.standby[id], "warmup", a.warmup[id])
+		}
+	}
 	s.mu.Lock()
-	s.peers = enc
+	s.assigned = assigned
 	s.mu.Unlock()
+	// Every member gets an assignment, one with no partitions too: sarama
+	// sends none to a member absent from the plan, and its replicas (a
+	// new member's warm-ups, say) would not reach it.
 	plan := sarama.BalanceStrategyPlan{}
-	for id, byTopic := range computePlan(s.sets, in, topics) {
+	for id := range members {
+		plan[id] = map[string][]int32{}
+	}
+	for id, byTopic := range a.plan {
 		for t, ps := range byTopic {
 			plan.Add(id, t, ps...)
 		}
@@ -128,20 +152,31 @@ func (s *copartitionStrategy) Plan(members map[string]sarama.ConsumerGroupMember
 
 // AssignmentData implements sarama.BalanceStrategy: every assignment of
 // the generation Plan just planned carries the data of all its members
-// (encodePeers).
-func (s *copartitionStrategy) AssignmentData(string, map[string][]int32, int32) ([]byte, error) {
+// and the member's standby and warm-up tasks (encodeAssignment).
+func (s *copartitionStrategy) AssignmentData(member string, _ map[string][]int32, _ int32) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.peers, nil
+	return s.assigned[member], nil
 }
 
 // SubscriptionUserData implements sarama.SubscriptionUserDataBalanceStrategy.
 func (s *copartitionStrategy) SubscriptionUserData([]string) ([]byte, error) {
-	return encodeUserData(s.generation.Load(), s.memberData), nil
+	sub := subscription{generation: s.generation.Load(), memberData: s.memberData}
+	if s.replicas.Lags != nil {
+		sub.lags = s.replicas.Lags()
+	}
+	return encodeSubscription(sub), nil
 }
 
 // OnAssignment implements sarama.OnAssignmentBalanceStrategy.
-func (s *copartitionStrategy) OnAssignment(_ *sarama.ConsumerGroupMemberAssignment, generationID int32) {
+func (s *copartitionStrategy) OnAssignment(as *sarama.ConsumerGroupMemberAssignment, generationID int32) {
+	if s.replicas.OnAssigned != nil {
+		var a memberAssignment
+		if as != nil {
+			a = decodeAssignment(as.UserData)
+		}
+		s.replicas.OnAssigned(a.standby, a.warmup)
+	}
 	s.generation.Store(generationID)
 	if s.onAssign != nil {
 		s.onAssign(generationID)
@@ -153,6 +188,7 @@ func (s *copartitionStrategy) OnAssignment(_ *sarama.ConsumerGroupMemberAssignme
 // possibly none).
 const userDataVersion = 1
 
+// (userdata.go encodes version 2, with the member's task lags).
 func encodeUserData(generation int32, memberData []byte) []byte {
 	b := make([]byte, 5, 5+len(memberData))
 	b[0] = userDataVersion
@@ -160,22 +196,13 @@ func encodeUserData(generation int32, memberData []byte) []byte {
 	return append(b, memberData...)
 }
 
-// decodeMemberData returns the member data of subscription user data, nil
-// for anything it does not know.
-func decodeMemberData(b []byte) []byte {
-	if len(b) <= 5 || b[0] != userDataVersion {
-		return nil
-	}
-	return b[5:]
-}
+// decodeMemberData returns the member data of subscription user data
+// (version 1 or 2), nil for anything it does not know.
+func decodeMemberData(b []byte) []byte { return decodeSubscription(b).memberData }
 
-// decodeUserData returns the generation, -1 for anything it does not know.
-func decodeUserData(b []byte) int32 {
-	if len(b) < 5 || b[0] != userDataVersion {
-		return -1
-	}
-	return int32(binary.BigEndian.Uint32(b[1:5]))
-}
+// decodeUserData returns the generation of subscription user data
+// (version 1 or 2), -1 for anything it does not know.
+func decodeUserData(b []byte) int32 { return decodeSubscription(b).generation }
 
 // maxPeersBytes bounds what the addresses add to a generation's
 // assignments in all (each carries every member's, so they grow with the
@@ -205,6 +232,9 @@ func encodePeers(peers map[string][]byte) []byte {
 // data carries; nil for data it does not know (another assignor's, an
 // older weir's, or truncated).
 func decodePeers(b []byte) map[string][]byte {
+	if len(b) > 0 && b[0] == assignmentVersion2 {
+		return decodeAssignment(b).peers
+	}
 	if len(b) == 0 || b[0] != peersVersion {
 		return nil
 	}

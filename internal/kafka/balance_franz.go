@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -18,19 +19,26 @@ import (
 //
 // It declares the cooperative protocol only, as the sarama strategy does.
 // Subscriptions are kmsg.ConsumerMemberMetadata version 2 (owned
-// partitions and the generation they are of); assignments are version 0
-// with the peers as user data, as sarama writes them.
+// partitions and the generation they are of) with [encodeSubscription]'s
+// user data (the member's data and its task lags); assignments are
+// version 0 with [encodeAssignment]'s user data (the peers, the member's
+// standby and warm-up tasks), as the sarama strategy writes them. Every
+// member gets an assignment, one without partitions too, so that a new
+// member's warm-ups reach it.
 //
 // A franzBalancer is one member's, never shared.
 type franzBalancer struct {
 	sets       [][]string
 	memberData []byte
+	// replicas configures standbys and warm-ups (plan_standby.go).
+	replicas ReplicaConfig
+	log      *slog.Logger
 }
 
 var _ kgo.GroupBalancer = (*franzBalancer)(nil)
 
-func newFranzBalancer(sets [][]string, memberData []byte) *franzBalancer {
-	return &franzBalancer{sets: sets, memberData: memberData}
+func newFranzBalancer(sets [][]string, memberData []byte, replicas ReplicaConfig, log *slog.Logger) *franzBalancer {
+	return &franzBalancer{sets: sets, memberData: memberData, replicas: replicas, log: log}
 }
 
 // ProtocolName implements kgo.GroupBalancer.
@@ -46,7 +54,11 @@ func (b *franzBalancer) JoinGroupMetadata(topics []string, current map[string][]
 	meta := kmsg.NewConsumerMemberMetadata()
 	meta.Version = 2
 	meta.Topics = topics
-	meta.UserData = encodeUserData(generation, b.memberData)
+	sub := subscription{generation: generation, memberData: b.memberData}
+	if b.replicas.Lags != nil {
+		sub.lags = b.replicas.Lags()
+	}
+	meta.UserData = encodeSubscription(sub)
 	meta.Generation = generation
 	for _, t := range sortedKeys(current) {
 		owned := kmsg.NewConsumerMemberMetadataOwnedPartition()
@@ -57,9 +69,23 @@ func (b *franzBalancer) JoinGroupMetadata(topics []string, current map[string][]
 	return meta.AppendTo(nil)
 }
 
-// ParseSyncAssignment implements kgo.GroupBalancer.
+// ParseSyncAssignment implements kgo.GroupBalancer. It is called once per
+// assignment this member receives: the standby and warm-up tasks its user
+// data carries go to ReplicaConfig.OnAssigned.
 func (b *franzBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
-	return kgo.ParseConsumerSyncAssignment(assignment)
+	parts, err := kgo.ParseConsumerSyncAssignment(assignment)
+	if err != nil {
+		return nil, err
+	}
+	if b.replicas.OnAssigned != nil {
+		var as kmsg.ConsumerMemberAssignment
+		var a memberAssignment
+		if len(assignment) > 0 && as.ReadFrom(assignment) == nil {
+			a = decodeAssignment(as.UserData)
+		}
+		b.replicas.OnAssigned(a.standby, a.warmup)
+	}
+	return parts, nil
 }
 
 // MemberBalancer implements kgo.GroupBalancer. It runs on the group
@@ -75,10 +101,12 @@ func (b *franzBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (
 		if err := meta.ReadFrom(m.ProtocolMetadata); err != nil {
 			return nil, nil, fmt.Errorf("kafka: member %q: subscription: %w", m.MemberID, err)
 		}
+		sub := decodeSubscription(meta.UserData)
 		pm := planMember{
 			topics:     meta.Topics,
 			owned:      make(map[string][]int32, len(meta.OwnedPartitions)),
-			generation: decodeUserData(meta.UserData),
+			generation: sub.generation,
+			lags:       sub.lags,
 		}
 		if meta.Version >= 2 && meta.Generation >= 0 {
 			pm.generation = meta.Generation
@@ -90,7 +118,7 @@ func (b *franzBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (
 			topics[t] = struct{}{}
 		}
 		mb.in[m.MemberID] = pm
-		mb.peers[m.MemberID] = decodeMemberData(meta.UserData)
+		mb.peers[m.MemberID] = sub.memberData
 		mb.order = append(mb.order, m.MemberID)
 	}
 	return mb, topics, nil
@@ -119,33 +147,42 @@ func (mb *franzMemberBalancer) Balance(topics map[string]int32) kgo.IntoSyncAssi
 	if len(peers)*len(mb.in) > maxPeersBytes {
 		peers = nil // a group too large: the addresses come from subscriptions only
 	}
-	return franzPlan{plan: computePlan(mb.b.sets, mb.in, parts), members: mb.order, peers: peers}
+	settings := mb.b.replicas.settings()
+	a := computeAssignment(mb.b.sets, mb.in, parts, settings)
+	data := make(map[string][]byte, len(mb.order))
+	for _, id := range mb.order {
+		data[id] = encodeAssignment(peers, a.standby[id], a.warmup[id])
+		if mb.b.log != nil {
+			mb.b.log.Debug("weir: assignor plan", "member", id, "settings", fmt.Sprintf("%+v", settings), "owned", mb.in[id].owned,
+				"lags", mb.in[id].lags, "assigned", a.plan[id], "standby", a.standby[id], "warmup", a.warmup[id])
+		}
+	}
+	return franzPlan{plan: a.plan, members: mb.order, data: data}
 }
 
 // franzPlan is a computed plan, encoded for SyncGroup.
 type franzPlan struct {
 	plan    map[string]map[string][]int32
 	members []string
-	peers   []byte
+	// data is each member's assignment user data (encodeAssignment).
+	data map[string][]byte
 }
 
 // IntoSyncAssignment implements kgo.IntoSyncAssignment: one assignment per
-// member, sorted by member id; a member with partitions gets the peers as
-// user data, one without an empty assignment (as sarama sends).
+// member, sorted by member id, each with its user data — a member without
+// partitions too (its replicas), as the sarama strategy sends.
 func (p franzPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment {
 	ids := slices.Sorted(slices.Values(p.members))
 	out := make([]kmsg.SyncGroupRequestGroupAssignment, 0, len(ids))
 	for _, id := range ids {
 		var as kmsg.ConsumerMemberAssignment
-		if byTopic := p.plan[id]; len(byTopic) > 0 {
-			for _, t := range sortedKeys(byTopic) {
-				at := kmsg.NewConsumerMemberAssignmentTopic()
-				at.Topic = t
-				at.Partitions = byTopic[t]
-				as.Topics = append(as.Topics, at)
-			}
-			as.UserData = p.peers
+		for _, t := range sortedKeys(p.plan[id]) {
+			at := kmsg.NewConsumerMemberAssignmentTopic()
+			at.Topic = t
+			at.Partitions = p.plan[id][t]
+			as.Topics = append(as.Topics, at)
 		}
+		as.UserData = p.data[id]
 		sa := kmsg.NewSyncGroupRequestGroupAssignment()
 		sa.MemberID = id
 		sa.MemberAssignment = as.AppendTo(nil)

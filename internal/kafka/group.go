@@ -57,6 +57,9 @@ type GroupConfig struct {
 	// OnAssignment, if set, is called with the generation whenever this
 	// member receives an assignment (each rebalance it takes part in).
 	OnAssignment func(generation int32)
+	// Replicas configures standby and warm-up replicas (plan_standby.go);
+	// the zero value places none.
+	Replicas ReplicaConfig
 	// OnError receives every error of the group's life that Run does not
 	// return: fetch errors, rebalance failures, Kafka errors of claims. It
 	// is called from one goroutine, in order, never concurrently; a slow
@@ -226,7 +229,9 @@ func (g *Group) Run(ctx context.Context, h Handler) error {
 		return g.runFranz(ctx, h)
 	}
 
-	sc, err := g.saramaConfig(newCopartitionStrategy(g.cfg.CoPartitioned, g.cfg.MemberData, g.cfg.OnAssignment))
+	strategy := newCopartitionStrategy(g.cfg.CoPartitioned, g.cfg.MemberData, g.cfg.OnAssignment)
+	strategy.replicas, strategy.log = g.cfg.Replicas, g.cfg.logger()
+	sc, err := g.saramaConfig(strategy)
 	if err != nil {
 		return err
 	}
@@ -304,7 +309,7 @@ func (rs *runState) consume(ctx context.Context, cg sarama.ConsumerGroup, gh *gr
 	quick := 0
 	for {
 		start := time.Now()
-		err := cg.Consume(ctx, rs.cfg.Topics, gh)
+		err := rs.consumeOnce(ctx, cg, gh)
 		if ctx.Err() != nil || errors.Is(err, sarama.ErrClosedConsumerGroup) {
 			return
 		}
@@ -327,6 +332,29 @@ func (rs *runState) consume(ctx context.Context, cg sarama.ConsumerGroup, gh *gr
 			return
 		}
 	}
+}
+
+// consumeOnce runs one sarama session; a probe (ReplicaConfig.Probe) ends
+// it early, and consume's next round rejoins.
+func (rs *runState) consumeOnce(ctx context.Context, cg sarama.ConsumerGroup, gh *groupHandler) error {
+	probe := rs.cfg.Replicas.Probe
+	if probe == nil {
+		return cg.Consume(ctx, rs.cfg.Topics, gh)
+	}
+	sessCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() {
+		select {
+		case <-probe:
+			rs.log.Info("weir: probing rebalance: rejoining the group", "group", rs.cfg.GroupID)
+			cancel()
+		case <-sessCtx.Done():
+		}
+	})
+	return cg.Consume(sessCtx, rs.cfg.Topics, gh)
 }
 
 // fatalGroupError reports errors that a new join cannot cure.

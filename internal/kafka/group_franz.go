@@ -108,6 +108,23 @@ func (g *Group) runFranz(ctx context.Context, h Handler) error {
 
 	var poller sync.WaitGroup
 	poller.Go(func() { fr.poll(consumeCtx) })
+	if probe := g.cfg.Replicas.Probe; probe != nil {
+		// A probe (warm-ups caught up) makes the member join again with
+		// its new lags in its subscription: kgo rejoins when the join
+		// metadata changed (ForceRebalance), and the leader plans anew.
+		// Unlike a sarama member, it keeps its claims meanwhile.
+		poller.Go(func() {
+			for {
+				select {
+				case <-probe:
+					fr.log.Info("weir: probing rebalance: rejoining the group", "group", g.cfg.GroupID)
+					cl.ForceRebalance()
+				case <-consumeCtx.Done():
+					return
+				}
+			}
+		})
+	}
 	<-consumeCtx.Done()
 	poller.Wait()
 
@@ -150,7 +167,7 @@ func (fr *franzRun) groupOpts() []kgo.Opt {
 	cfg := fr.cfg
 	opts := []kgo.Opt{
 		kgo.ConsumerGroup(cfg.GroupID),
-		kgo.Balancers(newFranzBalancer(cfg.CoPartitioned, cfg.MemberData)),
+		kgo.Balancers(newFranzBalancer(cfg.CoPartitioned, cfg.MemberData, cfg.Replicas, cfg.logger())),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.SessionTimeout(cfg.SessionTimeout),

@@ -34,6 +34,10 @@ type GroupMember struct {
 	// too large for every member's data in each assignment). It stays
 	// readable while the group rebalances, when Data does not.
 	Peers map[string][]byte
+	// Standbys and Warmups are the tasks whose stores the member keeps
+	// caught up without running them, as its assignment carries them
+	// (WithStandbyReplicas, warm-ups before a task moves).
+	Standbys, Warmups []TaskID
 }
 
 // GroupMembers describes the members of a weir consumer group (one whose
@@ -64,7 +68,8 @@ func (a *Admin) GroupMembers(ctx context.Context, group string) ([]GroupMember, 
 			return nil, fmt.Errorf("kafka: group %q member %q: assignment: %w", group, id, err)
 		}
 		if as != nil {
-			gm.Peers = decodePeers(as.UserData)
+			a := decodeAssignment(as.UserData)
+			gm.Peers, gm.Standbys, gm.Warmups = a.peers, a.standby, a.warmup
 			for t, ps := range as.Topics {
 				gm.Assigned[t] = slices.Clone(ps)
 			}

@@ -35,6 +35,9 @@ type planMember struct {
 	// generation of that ownership, -1 if unknown. When two members claim
 	// a partition, the higher generation wins.
 	generation int32
+	// lags are the member's lags of the tasks whose state it holds, as it
+	// reported them (plan_standby.go); nil from members that report none.
+	lags map[TaskID]int64
 }
 
 // planTask is partition number partition of set set.
@@ -60,10 +63,26 @@ type topicPartition struct {
 // It returns member -> topic -> sorted partitions; members with nothing
 // are absent. It is deterministic: the same input gives the same plan.
 func computePlan(copartitioned [][]string, members map[string]planMember, topics map[string][]int32) map[string]map[string][]int32 {
+	return computeAssignment(copartitioned, members, topics, replicaSettings{}).plan
+}
+
+// assignment is a plan with its replicas: member -> topic -> sorted
+// partitions as computePlan returns it, and member -> sorted tasks of the
+// standbys and warm-ups placed on it (members with none are absent).
+type assignment struct {
+	plan    map[string]map[string][]int32
+	standby map[string][]TaskID
+	warmup  map[string][]TaskID
+}
+
+// computeAssignment is computePlan with replicas placed as rs says
+// (plan_standby.go).
+func computeAssignment(copartitioned [][]string, members map[string]planMember, topics map[string][]int32, rs replicaSettings) assignment {
 	ids := sortedKeys(members)
 	plan := make(map[string]map[string][]int32)
+	out := assignment{plan: plan, standby: map[string][]TaskID{}, warmup: map[string][]TaskID{}}
 	if len(ids) == 0 {
-		return plan
+		return out
 	}
 	subscribed := make(map[string]map[string]bool, len(ids))
 	for _, id := range ids {
@@ -176,7 +195,43 @@ func computePlan(copartitioned [][]string, members map[string]planMember, topics
 		}
 	}
 
-	assigned := assignTasks(ids, tasks, eligible, prevOwner)
+	taskID := func(k planTask) TaskID { return TaskID{Topic: sets[k.set][0], Partition: k.partition} }
+	stateful := map[planTask]bool{}
+	for _, k := range tasks {
+		stateful[k] = slices.ContainsFunc(sets[k.set], func(t string) bool { return rs.stateful[t] })
+	}
+	lag := func(m string, k planTask) (int64, bool) {
+		l, ok := members[m].lags[taskID(k)]
+		return l, ok
+	}
+	caughtUp := func(k planTask, m string) bool {
+		l, ok := lag(m, k)
+		return !stateful[k] || (ok && l <= rs.acceptableLag)
+	}
+	// Stateful and stateless tasks are balanced apart (as Kafka Streams
+	// does), so that the stateless ones cannot even out the loads alone
+	// while every stateful task stays put.
+	var statefulTasks, statelessTasks []planTask
+	for _, k := range tasks {
+		if stateful[k] {
+			statefulTasks = append(statefulTasks, k)
+		} else {
+			statelessTasks = append(statelessTasks, k)
+		}
+	}
+	assigned := assignTasks(ids, statelessTasks, eligible, prevOwner) // all caught up
+	maps.Copy(assigned, assignTasksPreferring(ids, statefulTasks, eligible, prevOwner, caughtUp))
+	replicas := placeReplicas(replicaInput{ids: ids, tasks: tasks, eligible: eligible, prevOwner: prevOwner, stateful: stateful, lag: lag}, assigned, rs)
+	for m, ks := range replicas.standby {
+		for _, k := range ks {
+			out.standby[m] = append(out.standby[m], taskID(k))
+		}
+	}
+	for m, ks := range replicas.warmup {
+		for _, k := range ks {
+			out.warmup[m] = append(out.warmup[m], taskID(k))
+		}
+	}
 
 	for _, k := range tasks {
 		to, ok := assigned[k]
@@ -189,6 +244,12 @@ func computePlan(copartitioned [][]string, members map[string]planMember, topics
 		contested := slices.ContainsFunc(parts[k], func(tp topicPartition) bool {
 			return slices.ContainsFunc(claimants[tp], func(id string) bool { return id != to })
 		})
+		// A stateful task withheld from its new owner is a warm-up there
+		// meanwhile: it keeps its state caught up, and reports so at the
+		// rejoin that hands the task over.
+		if id := taskID(k); contested && stateful[k] && !slices.Contains(out.standby[to], id) && !slices.Contains(out.warmup[to], id) {
+			out.warmup[to] = append(out.warmup[to], id)
+		}
 		for _, tp := range parts[k] {
 			if contested && !slices.Contains(claimants[tp], to) {
 				continue
@@ -204,7 +265,13 @@ func computePlan(copartitioned [][]string, members map[string]planMember, topics
 			slices.Sort(ps)
 		}
 	}
-	return plan
+	for _, ids := range out.standby {
+		slices.SortFunc(ids, TaskID.compare)
+	}
+	for _, ids := range out.warmup {
+		slices.SortFunc(ids, TaskID.compare)
+	}
+	return out
 }
 
 // sortedKeys returns the keys of m in order.
@@ -217,6 +284,14 @@ func sortedKeys[K interface{ ~string | ~int32 }, V any](m map[K]V) []K {
 // differ by more than one and a task of the first may go to the second.
 // Every move lowers the sum of squared loads, so the loop ends.
 func assignTasks(ids []string, tasks []planTask, eligible [][]string, prevOwner map[planTask]string) map[planTask]string {
+	return assignTasksPreferring(ids, tasks, eligible, prevOwner, nil)
+}
+
+// assignTasksPreferring is assignTasks where a balancing move takes, of the
+// tasks the loaded member may give, the highest one prefer(task, to)
+// holds for if any (a task the receiving member is caught up on, so that
+// it moves at once and a warm-up is not wasted), else the highest.
+func assignTasksPreferring(ids []string, tasks []planTask, eligible [][]string, prevOwner map[planTask]string, prefer func(planTask, string) bool) map[planTask]string {
 	assigned := make(map[planTask]string, len(tasks))
 	load := make(map[string]int, len(ids))
 	for _, k := range tasks {
@@ -249,16 +324,26 @@ func assignTasks(ids []string, tasks []planTask, eligible [][]string, prevOwner 
 				if load[from]-load[to] <= 1 {
 					break
 				}
-				// The highest task of from that to may take.
+				// The highest task of from that to may take, preferred first.
+				pick := -1
 				for j := len(tasks) - 1; j >= 0; j-- {
 					k := tasks[j]
 					if assigned[k] == from && slices.Contains(eligible[k.set], to) {
-						assigned[k] = to
-						load[from]--
-						load[to]++
-						moved = true
-						break search
+						if pick < 0 {
+							pick = j
+						}
+						if prefer == nil || prefer(k, to) {
+							pick = j
+							break
+						}
 					}
+				}
+				if pick >= 0 {
+					assigned[tasks[pick]] = to
+					load[from]--
+					load[to]++
+					moved = true
+					break search
 				}
 			}
 		}

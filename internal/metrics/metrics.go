@@ -121,6 +121,7 @@ func New(application, mode, guarantee string) *Metrics {
 		counter("dead_lettered_total", "Bad records written to dead-letter topics.", func(s *tasks.Stats) int64 { return s.DeadLetter.Load() }),
 		counter("skipped_total", "Bad records skipped.", func(s *tasks.Stats) int64 { return s.Skipped.Load() }),
 		counter("restored_records_total", "Changelog records replayed into stores (restores and standbys).", func(s *tasks.Stats) int64 { return s.Restored.Load() }),
+		counter("replicated_records_total", "Changelog records standby and warm-up replicas applied (included in restored_records_total).", func(s *tasks.Stats) int64 { return s.Replicated.Load() }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "weir", Name: "restoring_tasks", ConstLabels: labels,
 			Help: "Tasks restoring their stores from their changelogs."}, func() float64 {
 			if s := m.source(); s != nil {
@@ -131,6 +132,9 @@ func New(application, mode, guarantee string) *Metrics {
 		&lagCollector{m: m, desc: prometheus.NewDesc("weir_partition_lag",
 			"Records behind the end of each consumed partition: high watermark minus the next offset to process.",
 			[]string{"topic", "partition"}, labels)},
+		&replicaLagCollector{m: m, desc: prometheus.NewDesc("weir_replica_lag",
+			"Changelog records each standby or warm-up replica of a store partition kept here was behind when its last catch-up began (every second).",
+			[]string{"store", "partition", "role"}, labels)},
 		collectors.NewGoCollector(),
 	)
 	m.reg.MustRegister(&droppedCollector{m: m, desc: prometheus.NewDesc("weir_dropped_records_total",
@@ -213,6 +217,34 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for tp, lag := range s.Lags() {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(lag), tp.Topic, strconv.Itoa(int(tp.Partition)))
+	}
+}
+
+// replicaLagSource is a Source that keeps standby and warm-up replicas
+// (the runtime does).
+type replicaLagSource interface {
+	ReplicaLags() []tasks.ReplicaLag
+}
+
+// replicaLagCollector reports the lag of every replica the run keeps.
+type replicaLagCollector struct {
+	m    *Metrics
+	desc *prometheus.Desc
+}
+
+func (c *replicaLagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *replicaLagCollector) Collect(ch chan<- prometheus.Metric) {
+	s, ok := c.m.source().(replicaLagSource)
+	if !ok {
+		return
+	}
+	for _, l := range s.ReplicaLags() {
+		role := "standby"
+		if l.Warmup {
+			role = "warmup"
+		}
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(l.Lag), l.Store, strconv.Itoa(int(l.Partition)), role)
 	}
 }
 

@@ -53,9 +53,17 @@ type Config struct {
 	// CacheMaxBytes, when positive, turns the record caches of the DSL
 	// aggregations on, sharing this many bytes (see tasks.go).
 	CacheMaxBytes int64
-	// Standbys keeps warm replicas of the stores of the tasks other
-	// instances run (see standby.go).
-	Standbys bool
+	// StandbyReplicas is the number of standby copies of each stateful
+	// task the group keeps (see standby.go); MaxWarmupReplicas bounds the
+	// warm-ups (kafka.DefaultMaxWarmupReplicas when zero, none when
+	// negative), AcceptableRecoveryLag is the lag a warm-up must reach
+	// before its task moves (kafka.DefaultAcceptableRecoveryLag when
+	// zero), ProbingInterval the longest a member holding warm-ups waits
+	// before it rejoins (DefaultProbingInterval when zero).
+	StandbyReplicas       int
+	MaxWarmupReplicas     int
+	AcceptableRecoveryLag int64
+	ProbingInterval       time.Duration
 	// Hooks receive commit and rebalance events (optional).
 	Hooks Hooks
 	// InternalTopics are the replication factor and configs of the topics
@@ -153,6 +161,9 @@ type Stats struct {
 	Skipped    atomic.Int64
 	DeadLetter atomic.Int64
 	Restored   atomic.Int64
+	// Replicated counts the records of Restored that standby and warm-up
+	// replicas applied.
+	Replicated atomic.Int64
 	// GlobalRead counts the records of global tables' topics applied (or
 	// skipped, dead-lettered, dropped) to the global stores.
 	GlobalRead atomic.Int64
@@ -208,7 +219,7 @@ func (r *Runtime) Prepare(ctx context.Context) error {
 	if h := r.cfg.Hooks.Prepared; h != nil {
 		h()
 	}
-	if r.cfg.Standbys {
+	if r.cfg.StandbyReplicas > 0 || r.cfg.MaxWarmupReplicas >= 0 {
 		bgCtx, cancel := context.WithCancel(ctx)
 		r.stopBg = cancel
 		r.bg.Go(func() { r.runStandbys(bgCtx) })
@@ -229,7 +240,7 @@ func (r *Runtime) GroupConfig(onError func(error)) kafka.GroupConfig {
 		Config: r.cfg.Kafka, GroupID: r.cfg.ApplicationID, ReadCommitted: r.readCommitted.Load(),
 		SessionTimeout: r.cfg.SessionTimeout, HeartbeatInterval: r.cfg.HeartbeatInterval,
 		InstanceID: r.cfg.InstanceID, OnError: onError, MemberData: r.memberData,
-		OnAssignment: r.cfg.Hooks.Rebalanced,
+		OnAssignment: r.cfg.Hooks.Rebalanced, Replicas: r.replicaConfig(),
 	}
 	for _, topics := range r.plan.Load().Sources {
 		gc.Topics = append(gc.Topics, topics...)

@@ -191,6 +191,9 @@ type caughtUp struct {
 	// writer is the newest writer generation of the partition's changelog
 	// up to where it read (from the checkpoint on).
 	writer int32
+	// lag is how far the rows were behind the changelog's end when the
+	// catch-up began (offsets, markers and aborted records included).
+	lag int64
 }
 
 // catchUp applies the changelog partition of a store to its Badger rows,
@@ -243,6 +246,7 @@ func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32, re
 		from = badgerstore.Position{Offset: starts[p]}
 	}
 	filter := writerFilter{newest: from.Writer}
+	lag := max(to-from.Offset, 0)
 	if ok && from.Offset == to {
 		return caughtUp{writer: from.Writer}, nil
 	}
@@ -251,6 +255,9 @@ func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32, re
 	flush := func(next int64) error {
 		err := db.Apply(batch, map[badgerstore.StorePartition]badgerstore.Position{sp: {Offset: next, Writer: filter.newest}})
 		r.stats.Restored.Add(int64(len(batch)))
+		if !restore {
+			r.stats.Replicated.Add(int64(len(batch)))
+		}
 		batch = batch[:0]
 		return err
 	}
@@ -268,7 +275,7 @@ func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32, re
 	if err == nil {
 		err = flush(to)
 	}
-	return caughtUp{applied: n, skipped: filter.skipped, writer: filter.newest}, err
+	return caughtUp{applied: n, skipped: filter.skipped, writer: filter.newest, lag: lag}, err
 }
 
 // EndOffsets returns how far the partitions can be read now: the last
