@@ -247,9 +247,40 @@ func TestKIP848StreamsGroupStandbys(t *testing.T) {
 	settle("m1 m2 join")
 	join("m3")
 	settle("m3 joins")
+	m2Before := maps.Clone(members["m2"].active)
+	var moved []int32
 	leave("m1")
 	settle("m1 leaves")
 	t.Logf("warm-up tasks seen across the run: %d", warmups)
+
+	// Offsets are committed with the member epoch where the classic
+	// protocol puts the generation. The broker keeps the epoch at which
+	// each task came to its member: a commit is taken at that epoch or
+	// later (up to the member's), refused before it.
+	m2 := members["m2"]
+	kept := slices.Min(slices.Collect(maps.Keys(m2.active)))
+	for p := range m2.active {
+		if !m2Before[p] {
+			moved = append(moved, p)
+		}
+	}
+	require.NotEmpty(t, moved, "m2 took no task of m1's")
+	for _, tc := range []struct {
+		what  string
+		p     int32
+		epoch int32
+		want  error
+	}{
+		{"held since the start, current epoch", kept, m2.epoch, nil},
+		{"held since the start, previous epoch", kept, m2.epoch - 1, nil},
+		{"taken from m1, current epoch", slices.Min(moved), m2.epoch, nil},
+		{"taken from m1, previous epoch", slices.Min(moved), m2.epoch - 1, kerr.StaleMemberEpoch},
+		{"taken from m1, next epoch", slices.Min(moved), m2.epoch + 1, kerr.StaleMemberEpoch},
+	} {
+		err := kip848Commit(ctx, cl, group, m2.id, tc.epoch, topo.a, tc.p)
+		t.Logf("OffsetCommit by m2 (member epoch %d) of task 0_%d (%s) at epoch %d: %v", m2.epoch, tc.p, tc.what, tc.epoch, err)
+		require.ErrorIs(t, err, tc.want, tc.what)
+	}
 
 	// The broker created the changelog, co-partitioned with the sources.
 	md := kmsg.NewPtrMetadataRequest()
@@ -260,6 +291,39 @@ func TestKIP848StreamsGroupStandbys(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, mresp.Topics, 1)
 	t.Logf("changelog %s: error %v, %d partitions", topo.changelog, kerr.ErrorForCode(mresp.Topics[0].ErrorCode), len(mresp.Topics[0].Partitions))
+}
+
+// kip848Commit commits offset 1 of topic's partition p for member id at
+// epoch, and returns the partition's error.
+func kip848Commit(ctx context.Context, cl *kgo.Client, group, id string, epoch int32, topic string, p int32) error {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.MemberID, req.Generation = group, id, epoch
+	md := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	md.Topics = append(md.Topics, mt)
+	mresp, err := md.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic, rt.TopicID = topic, mresp.Topics[0].TopicID // v10+ names topics by id
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = p, 1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // kip848Coordinator returns the broker coordinating group.

@@ -204,6 +204,9 @@ func TestKIP848BrokerOffersGroupProtocols(t *testing.T) {
 			t.Logf("ApiVersions: %s (key %d) not offered", name, k)
 		}
 	}
+	for _, f := range resp.FinalizedFeatures {
+		t.Logf("ApiVersions: finalized feature %s=%d", f.Name, f.MaxVersionLevel)
+	}
 	require.Contains(t, offered, int16(68), "the broker offers no ConsumerGroupHeartbeat")
 	require.GreaterOrEqual(t, offered[68][1], int16(1), "KIP-848 v1 (Kafka 4.0+)")
 
