@@ -441,6 +441,9 @@ func kip848Settled(ctx context.Context, cl *kgo.Client, group string, members ma
 	}
 	seen := map[string]int{}
 	for _, gm := range g.Members {
+		if gm.MemberType == 0 {
+			return false, "a classic member: kgo did not speak KIP-848"
+		}
 		if gm.MemberEpoch != g.Epoch {
 			return false, fmt.Sprintf("member epoch %d, group epoch %d", gm.MemberEpoch, g.Epoch)
 		}
