@@ -194,6 +194,13 @@ func TestKIP848StreamsGroupStandbys(t *testing.T) {
 	}
 
 	members := map[string]*kip848Streamer{}
+	t.Cleanup(func() { // leave, rather than linger a session timeout
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, m := range members {
+			_, _ = m.heartbeat(ctx, coord, group, topo, true)
+		}
+	})
 	statuses := map[string]bool{}
 	beat := func(m *kip848Streamer) {
 		st, err := m.heartbeat(ctx, coord, group, topo, false)

@@ -275,8 +275,12 @@ func (m *kip848Member) partitions(topic string) []int32 {
 // join and leave. After each settle it records, per member, its
 // partitions of A and of B: co-partitioned when they are equal, as
 // weir's assignor guarantees for the source topics of a sub-topology.
+//
+// Long: each settle waits out heartbeat intervals of 5 s, the broker's
+// floor (group.consumer.min.heartbeat.interval.ms); about 30 s in all.
 func TestKIP848ConsumerGroupCoPartitioning(t *testing.T) {
 	env := kip848Env(t)
+	kafkatest.Long(t)
 	for _, tc := range []struct {
 		assignor string
 		balancer kgo.GroupBalancer
