@@ -189,6 +189,11 @@ var docCommands = []docEntry{
 	{`curl -s '?http://127\.0\.0\.1:808[01]/\S+'?`, dashboardCurl},
 	{`go run \./cmd/weir (inspect|inspect stores|inspect get|dev-broker)( --?\S+( [^-]\S*)?)*`, weirCommand},
 	{`go test -run Example \.`, examplesRun},
+	// Kafka 4's group protocols measured (docs/kafka.md); on a broker in CI's go test ./...
+	{`go test \./internal/kafka -run TestKIP848 -v`, func(t *testing.T, _ string) {
+		testRuns("internal/kafka/kip848_test.go", "TestKIP848ConsumerGroupCoPartitioning")(t, "")
+		testRuns("internal/kafka/kip848_streams_test.go", "TestKIP848StreamsGroupStandbys")(t, "")
+	}},
 
 	// Run by CI (.ci/run).
 	{`go test \./\.\.\.`, func(t *testing.T, _ string) { ciRuns(t, suiteRun) }},
