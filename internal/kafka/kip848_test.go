@@ -298,16 +298,14 @@ func TestKIP848ConsumerGroupCoPartitioning(t *testing.T) {
 				}
 			}
 			t.Logf("%s: co-partitioned after %d of %d settles", tc.assignor, copart, len(steps))
-			switch tc.assignor {
-			case "range":
-				// The broker's range assignor gives each member the same
-				// partition numbers of every topic of equal partition
-				// count that all members subscribe to.
+			// The broker's range assignor gives each member the same
+			// partition numbers of every topic of equal partition count
+			// that all members subscribe to. The uniform assignor
+			// balances partitions over all topics together:
+			// co-partitioning is left to chance (logged above, not
+			// asserted, since chance may give it).
+			if tc.assignor == "range" {
 				require.Equal(t, len(steps), copart, "range broke co-partitioning")
-			case "uniform":
-				// The uniform assignor balances partitions over all
-				// topics together: co-partitioning is left to chance.
-				require.Less(t, copart, len(steps), "uniform co-partitioned every settle")
 			}
 		})
 	}
