@@ -163,9 +163,6 @@ type stagedStore struct {
 	spec statestore.Spec
 }
 
-// restoreBatch is how many changelog records one Badger batch applies.
-const restoreBatch = 4096
-
 // restore brings the Badger store of spec up to the end of its changelog
 // partition (see catchUp) before the task runs on it, and raises the
 // task's writer generation to the newest the changelog holds.
@@ -251,14 +248,16 @@ func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32, re
 		return caughtUp{writer: from.Writer}, nil
 	}
 	sp := badgerstore.StorePartition{Store: spec.Name, Partition: p}
-	var batch []badgerstore.Change
-	flush := func(next int64) error {
-		err := db.Apply(batch, map[badgerstore.StorePartition]badgerstore.Position{sp: {Offset: next, Writer: filter.newest}})
-		r.stats.Restored.Add(int64(len(batch)))
+	ap := startApplier(db, sp, r.beforeRestoreApply, func(n int) {
+		r.stats.Restored.Add(int64(n))
 		if !restore {
-			r.stats.Replicated.Add(int64(len(batch)))
+			r.stats.Replicated.Add(int64(n))
 		}
-		batch = batch[:0]
+	})
+	batch, size := ap.batch(), 0
+	flush := func(next int64) error {
+		err := ap.submit(ctx, batch, badgerstore.Position{Offset: next, Writer: filter.newest})
+		batch, size = ap.batch(), 0
 		return err
 	}
 	n := 0
@@ -266,14 +265,18 @@ func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32, re
 		if filter.keep(rec.Headers) && !IsWriterMarker(rec.Headers) {
 			n++
 			batch = append(batch, badgerstore.Change{Store: spec.Name, Partition: p, Kind: spec.Kind, Key: rec.Key, Value: rec.Value})
+			size += len(rec.Key) + len(rec.Value)
 		}
-		if len(batch) >= restoreBatch {
+		if len(batch) >= restoreBatch || size >= restoreBatchBytes {
 			return flush(rec.Offset + 1)
 		}
 		return nil
 	})
 	if err == nil {
 		err = flush(to)
+	}
+	if serr := ap.stop(); serr != nil && !errors.Is(err, serr) {
+		err = errors.Join(err, serr) // not what stopped the read already
 	}
 	return caughtUp{applied: n, skipped: filter.skipped, writer: filter.newest, lag: lag}, err
 }
