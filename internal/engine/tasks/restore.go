@@ -48,7 +48,7 @@ type restoreBatchOf struct {
 type applier struct {
 	db      *badgerstore.DB
 	sp      badgerstore.StorePartition
-	applied func(n int) // after each Apply: how many changes it wrote
+	applied func(n int)  // after each Apply: how many changes it wrote
 	before  func() error // if not nil, before each Apply; its error fails it
 
 	queue chan restoreBatchOf
