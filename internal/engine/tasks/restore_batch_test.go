@@ -62,10 +62,16 @@ func testRestoreStoppedMidBatch(t *testing.T, env *kafkatest.Env, stop string) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	id := processor.TaskID{Subtopology: 0, Partition: 0}
+	var reported atomic.Int64 // the records the Restored hook reported
 	open := func() *tasks.Runtime {
 		rt, err := tasks.New(tasks.Config{
 			ApplicationID: appID, Graph: topo.Graph(), Kafka: env.Config(),
 			Logger: slog.New(slog.DiscardHandler), Clock: time.Now, StateDir: dir,
+			Hooks: tasks.Hooks{Restored: func(store string, records int64, took time.Duration) {
+				require.Equal(t, "counts", store)
+				require.Positive(t, took)
+				reported.Add(records)
+			}},
 		})
 		require.NoError(t, err)
 		require.NoError(t, rt.Prepare(ctx))
@@ -112,6 +118,7 @@ func testRestoreStoppedMidBatch(t *testing.T, env *kafkatest.Env, stop string) {
 	require.NoError(t, err)
 	defer rt.Tasks().Release(task)
 	require.Less(t, rt.Stats().Restored.Load()-restored, int64(n), "the second restore started over")
+	require.Equal(t, rt.Stats().Restored.Load()-restored, reported.Load(), "the Restored hook's records")
 
 	s, err := tasks.DBReader(rt, "counts", 0)
 	require.NoError(t, err)

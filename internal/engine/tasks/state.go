@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/processor"
@@ -167,14 +168,20 @@ type stagedStore struct {
 // partition (see catchUp) before the task runs on it, and raises the
 // task's writer generation to the newest the changelog holds.
 func (t *Task) restore(ctx context.Context, spec statestore.Spec) error {
+	start := time.Now()
 	c, err := t.rt.catchUp(ctx, spec, t.id.Partition, true)
 	if err != nil {
 		return fmt.Errorf("runtime: restore %q of task %s: %w", spec.Name, t.id, err)
 	}
 	t.writer = max(t.writer, c.writer)
 	if c.applied > 0 || c.skipped > 0 {
+		took := time.Since(start)
 		t.rt.log.Info("weir: restored store", "store", spec.Name, "task", t.id.String(), "records", c.applied,
-			"skipped_stale", c.skipped)
+			"skipped_stale", c.skipped, "took", took.Round(time.Millisecond),
+			"records_per_second", int64(float64(c.applied+c.skipped)/max(took.Seconds(), 1e-9)))
+		if h := t.rt.cfg.Hooks.Restored; h != nil {
+			h(spec.Name, int64(c.applied+c.skipped), took)
+		}
 	}
 	return nil
 }
