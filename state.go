@@ -313,6 +313,14 @@ func joinHooks(a, b tasks.Hooks) tasks.Hooks {
 			}
 		},
 		Failing: func(err error) { call1(a.Failing, err); call1(b.Failing, err) },
+		Restored: func(store string, records int64, took time.Duration) {
+			if a.Restored != nil {
+				a.Restored(store, records, took)
+			}
+			if b.Restored != nil {
+				b.Restored(store, records, took)
+			}
+		},
 		Phase: func(phase string, took time.Duration) {
 			if a.Phase != nil {
 				a.Phase(phase, took)

@@ -57,7 +57,7 @@ func main() {
 	latSystems := flag.String("latency-systems", strings.Join(all, ","), "systems whose stateless latency is measured")
 	keep := flag.Bool("keep", false, "keep the temporary directory (child logs, state dirs)")
 	outDir := flag.String("results", "results", "directory for latest.md and latency.png")
-	workloads := flag.String("workloads", wlStateless+","+wlWordCount, "throughput workloads to run ("+wlPGSink+": the word count into PostgreSQL, WEIR_POSTGRES_DSN's; not by default)")
+	workloads := flag.String("workloads", wlStateless+","+wlWordCount, "throughput workloads to run ("+wlPGSink+": the word count into PostgreSQL, WEIR_POSTGRES_DSN's; "+wlRestore+": a store's restore from its changelog, restore.go; not by default)")
 	prof := profileFlags{
 		cpu:    flag.String("cpuprofile", os.Getenv(envCPUProfile), "directory for a CPU profile of every Go child (also $"+envCPUProfile+")"),
 		block:  flag.String("blockprofile", "", "directory for a block profile of every Go child (one event per 10 µs blocked)"),
@@ -167,6 +167,10 @@ func main() {
 		}
 		rows = append(rows, h.rounds(ctx, wl, order)...)
 	}
+	var restoreRows []restoreRow // restore.go
+	if slices.Contains(strings.Split(*workloads, ","), wlRestore) {
+		restoreRows = h.restoreRows(ctx, sysList, *quick)
+	}
 	var pgRows []pgRow // pgsink.go
 	if slices.Contains(strings.Split(*workloads, ","), wlPGSink) {
 		pgRows = h.pgRows(ctx, sysList)
@@ -193,6 +197,9 @@ func main() {
 	md := renderTable(rows, brokerDesc, p, *quick)
 	if len(pgRows) > 0 {
 		md += renderPGTable(pgRows)
+	}
+	if len(restoreRows) > 0 {
+		md += renderRestoreTable(restoreRows, *quick)
 	}
 	fmt.Print(md)
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {

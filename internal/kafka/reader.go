@@ -160,7 +160,10 @@ type rangeReader struct {
 // of records past its end on every call; brokers return a first record
 // batch whole whatever the bound (KIP-74), so a low estimate costs one
 // more fetch, not progress.
-func (r *rangeReader) wantBytes() int32 {
+func (r *rangeReader) wantBytes() int32 { return r.wantBytesAt(r.next) }
+
+// wantBytesAt is wantBytes for a fetch from offset next.
+func (r *rangeReader) wantBytesAt(next int64) int32 {
 	if r.unsized {
 		return r.fetchSize
 	}
@@ -168,7 +171,7 @@ func (r *rangeReader) wantBytes() int32 {
 	if per <= 0 {
 		per = readGuessRecordBytes
 	}
-	want := 2 * per * (r.to - r.next)
+	want := 2 * per * (r.to - next)
 	return int32(min(int64(r.fetchSize), max(readMinFetchBytes, want)))
 }
 

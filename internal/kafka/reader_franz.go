@@ -86,19 +86,32 @@ type franzRangeReader struct {
 	id     [16]byte
 }
 
-// run fetches until next reaches to.
+// run fetches until next reaches to. While fn takes the records of one
+// response, the fetch of the next is already on its way (fetchAhead): a
+// long range — a restore — then waits for the broker once, not once per
+// response.
 func (r *franzRangeReader) run(ctx context.Context) error {
 	retries, stalls := 0, 0
 	var failingSince time.Time
+	aheadCtx, cancelAhead := context.WithCancel(ctx)
+	defer cancelAhead() // a fetch ahead nobody takes any more
+	var ahead *fetchAhead
 	for r.next < r.to {
 		if err := ctx.Err(); err != nil {
 			return r.errorf("%w", err)
 		}
 		var rp *kmsg.FetchResponseTopicPartition
-		err := r.lookup(ctx)
-		if err == nil {
-			rp, err = r.fetch(ctx)
+		var err error
+		if ahead != nil && ahead.offset == r.next {
+			f := <-ahead.done
+			rp, err = f.rp, f.err
+		} else {
+			err = r.lookup(ctx)
+			if err == nil {
+				rp, err = r.send(ctx, r.leader, r.request(r.next))
+			}
 		}
+		ahead = nil
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
@@ -136,7 +149,14 @@ func (r *franzRangeReader) run(ctx context.Context) error {
 		}
 
 		before := r.next
-		if err := r.consume(ctx, rp); err != nil {
+		fp, end, err := r.decode(rp)
+		if err != nil {
+			return err
+		}
+		if next := r.nextAfter(fp.Records, end); next > before && next < r.to {
+			ahead = r.fetchAhead(aheadCtx, next)
+		}
+		if err := r.deliver(ctx, fp.Records, end); err != nil {
 			return err
 		}
 		if r.next > before {
@@ -215,12 +235,10 @@ func (r *franzRangeReader) lookup(ctx context.Context) error {
 	return fmt.Errorf("metadata: topic has no partition %d: %w", r.partition, kerr.UnknownTopicOrPartition)
 }
 
-// fetch sends one Fetch request for next to the partition leader and
-// returns the partition's answer without error, or the error: a transport
-// error or a *kerr.Error. A response the broker emptied because a quota
-// throttles the client is (nil, nil).
-func (r *franzRangeReader) fetch(ctx context.Context) (*kmsg.FetchResponseTopicPartition, error) {
-	size := r.wantBytes()
+// request is the Fetch request for offset: sessionless, one partition,
+// sized by wantBytesAt.
+func (r *franzRangeReader) request(offset int64) *kmsg.FetchRequest {
+	size := r.wantBytesAt(offset)
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
 	req.MaxWaitMillis = int32(readMaxWait / time.Millisecond)
@@ -235,14 +253,49 @@ func (r *franzRangeReader) fetch(ctx context.Context) (*kmsg.FetchResponseTopicP
 	rt.Topic, rt.TopicID = r.topic, r.id
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition = r.partition
-	rp.FetchOffset = r.next
+	rp.FetchOffset = offset
 	rp.CurrentLeaderEpoch = r.epoch
 	rp.LogStartOffset = -1
 	rp.PartitionMaxBytes = size
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
+	return req
+}
 
-	kresp, err := r.cl.Broker(int(r.leader)).Request(ctx, req)
+// fetched is the answer to a fetch sent ahead.
+type fetched struct {
+	rp  *kmsg.FetchResponseTopicPartition
+	err error
+}
+
+// fetchAhead is a fetch sent for offset before the records of the previous
+// response were delivered; done yields its answer once.
+type fetchAhead struct {
+	offset int64
+	done   chan fetched
+}
+
+// fetchAhead sends the fetch for offset on a goroutine of its own, to the
+// leader the last metadata answer named. Its answer, or its error, is
+// taken by run's next round as if run had sent it then (errors take the
+// same retries); ctx ends it if run returns first.
+func (r *franzRangeReader) fetchAhead(ctx context.Context, offset int64) *fetchAhead {
+	f := &fetchAhead{offset: offset, done: make(chan fetched, 1)}
+	req, leader := r.request(offset), r.leader
+	go func() {
+		rp, err := r.send(ctx, leader, req)
+		f.done <- fetched{rp, err}
+	}()
+	return f
+}
+
+// send sends req to leader and returns the partition's answer without
+// error, or the error: a transport error or a *kerr.Error. A response the
+// broker emptied because a quota throttles the client is (nil, nil). It
+// reads nothing of r that run changes, so fetchAhead may call it while
+// run delivers records.
+func (r *franzRangeReader) send(ctx context.Context, leader int32, req *kmsg.FetchRequest) (*kmsg.FetchResponseTopicPartition, error) {
+	kresp, err := r.cl.Broker(int(leader)).Request(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -268,10 +321,10 @@ func (r *franzRangeReader) fetch(ctx context.Context) (*kmsg.FetchResponseTopicP
 	return nil, fmt.Errorf("fetch response without the partition: %w", errIncompleteFetch)
 }
 
-// consume delivers the records of one fetch answer in [next, to) and moves
-// next to where the answer ends: after its last complete batch, whatever
-// that batch was (kgo.ProcessFetchPartition's offset).
-func (r *franzRangeReader) consume(ctx context.Context, rp *kmsg.FetchResponseTopicPartition) error {
+// decode decodes one fetch answer: its records from next on, and the
+// offset after its last complete batch, whatever that batch was
+// (kgo.ProcessFetchPartition's offset).
+func (r *franzRangeReader) decode(rp *kmsg.FetchResponseTopicPartition) (kgo.FetchPartition, int64, error) {
 	fp, end := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
 		Offset:         r.next,
 		IsolationLevel: r.isolation,
@@ -281,7 +334,7 @@ func (r *franzRangeReader) consume(ctx context.Context, rp *kmsg.FetchResponseTo
 	if fp.Err != nil && len(fp.Records) == 0 {
 		// A batch that does not decode (bad CRC, a codec it does not
 		// know): a retry reads the same bytes.
-		return r.franzFatal(fmt.Errorf("decode: %w", fp.Err))
+		return fp, end, r.franzFatal(fmt.Errorf("decode: %w", fp.Err))
 	}
 	var size int64
 	for _, rec := range fp.Records {
@@ -290,7 +343,32 @@ func (r *franzRangeReader) consume(ctx context.Context, rp *kmsg.FetchResponseTo
 	if n := int64(len(fp.Records)); n > 0 {
 		r.a.recordBytes.Store(size / n)
 	}
-	for _, rec := range fp.Records {
+	return fp, end, nil
+}
+
+// nextAfter is where next will be once deliver has delivered recs, an
+// answer ending at end: after the last record in [next, to), or at end
+// (at most to) if that is further.
+func (r *franzRangeReader) nextAfter(recs []*kgo.Record, end int64) int64 {
+	next := r.next
+	for _, rec := range recs {
+		if rec.Offset >= r.to {
+			break
+		}
+		if rec.Offset >= next {
+			next = rec.Offset + 1
+		}
+	}
+	if end > next {
+		next = min(end, r.to)
+	}
+	return next
+}
+
+// deliver hands the records in [next, to) to fn and moves next as
+// nextAfter says.
+func (r *franzRangeReader) deliver(ctx context.Context, recs []*kgo.Record, end int64) error {
+	for _, rec := range recs {
 		if rec.Offset < r.next {
 			continue
 		}

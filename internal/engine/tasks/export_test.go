@@ -18,3 +18,16 @@ func DBReader(r *Runtime, store string, partition int32) (statestore.Store, erro
 
 // SetBeforeTxnCommit makes fn run before each transaction's commit.
 func SetBeforeTxnCommit(r *Runtime, fn func()) { r.committer.(*txnOutput).beforeCommit = fn }
+
+// SetBeforeRestoreApply makes fn run before each restore batch's Badger
+// write; its error fails the write.
+func SetBeforeRestoreApply(r *Runtime, fn func() error) { r.beforeRestoreApply = fn }
+
+// StoreCheckpoint returns the Badger checkpoint of a store partition.
+func StoreCheckpoint(r *Runtime, store string, partition int32) (offset int64, ok bool, err error) {
+	pos, ok, err := r.db.Checkpoint(store, partition)
+	return pos.Offset, ok, err
+}
+
+// RestoreBatch is how many records one restore batch holds at most.
+const RestoreBatch = restoreBatch

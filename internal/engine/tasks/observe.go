@@ -57,6 +57,13 @@ type Hooks struct {
 	// Phase is called with how long one phase of an epoch end or a batch
 	// commit took (the Phase* names).
 	Phase func(phase string, took time.Duration)
+	// Restored is called after a task restored a store partition from its
+	// changelog before running on it (not for standby and warm-up
+	// catch-ups, nor for a restore that found nothing to apply): the
+	// store, the changelog records it applied and skipped, and how long
+	// the restore took, from its checkpoint lookup to its last Badger
+	// write.
+	Restored func(store string, records int64, took time.Duration)
 }
 
 // The phases of an epoch end or a batch commit, as the Phase hook and

@@ -128,6 +128,9 @@ type Runtime struct {
 	// readCommitted restores stores from committed changelog records only.
 	// Set before Prepare, read by queries too (their server starts first).
 	readCommitted atomic.Bool
+	// beforeRestoreApply, a test hook (export_test.go), runs before each
+	// restore batch's Apply; its error fails the Apply.
+	beforeRestoreApply func() error
 	// db holds the committed state of every store of every task.
 	db *badgerstore.DB
 	// layers are the committed epochs' state writes on their way into db

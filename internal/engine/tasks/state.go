@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/processor"
@@ -163,21 +164,24 @@ type stagedStore struct {
 	spec statestore.Spec
 }
 
-// restoreBatch is how many changelog records one Badger batch applies.
-const restoreBatch = 4096
-
 // restore brings the Badger store of spec up to the end of its changelog
 // partition (see catchUp) before the task runs on it, and raises the
 // task's writer generation to the newest the changelog holds.
 func (t *Task) restore(ctx context.Context, spec statestore.Spec) error {
+	start := time.Now()
 	c, err := t.rt.catchUp(ctx, spec, t.id.Partition, true)
 	if err != nil {
 		return fmt.Errorf("runtime: restore %q of task %s: %w", spec.Name, t.id, err)
 	}
 	t.writer = max(t.writer, c.writer)
 	if c.applied > 0 || c.skipped > 0 {
+		took := time.Since(start)
 		t.rt.log.Info("weir: restored store", "store", spec.Name, "task", t.id.String(), "records", c.applied,
-			"skipped_stale", c.skipped)
+			"skipped_stale", c.skipped, "took", took.Round(time.Millisecond),
+			"records_per_second", int64(float64(c.applied+c.skipped)/max(took.Seconds(), 1e-9)))
+		if h := t.rt.cfg.Hooks.Restored; h != nil {
+			h(spec.Name, int64(c.applied+c.skipped), took)
+		}
 	}
 	return nil
 }
@@ -251,14 +255,16 @@ func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32, re
 		return caughtUp{writer: from.Writer}, nil
 	}
 	sp := badgerstore.StorePartition{Store: spec.Name, Partition: p}
-	var batch []badgerstore.Change
-	flush := func(next int64) error {
-		err := db.Apply(batch, map[badgerstore.StorePartition]badgerstore.Position{sp: {Offset: next, Writer: filter.newest}})
-		r.stats.Restored.Add(int64(len(batch)))
+	ap := startApplier(db, sp, r.beforeRestoreApply, func(n int) {
+		r.stats.Restored.Add(int64(n))
 		if !restore {
-			r.stats.Replicated.Add(int64(len(batch)))
+			r.stats.Replicated.Add(int64(n))
 		}
-		batch = batch[:0]
+	})
+	batch, size := ap.batch(), 0
+	flush := func(next int64) error {
+		err := ap.submit(ctx, batch, badgerstore.Position{Offset: next, Writer: filter.newest})
+		batch, size = ap.batch(), 0
 		return err
 	}
 	n := 0
@@ -266,14 +272,18 @@ func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32, re
 		if filter.keep(rec.Headers) && !IsWriterMarker(rec.Headers) {
 			n++
 			batch = append(batch, badgerstore.Change{Store: spec.Name, Partition: p, Kind: spec.Kind, Key: rec.Key, Value: rec.Value})
+			size += len(rec.Key) + len(rec.Value)
 		}
-		if len(batch) >= restoreBatch {
+		if len(batch) >= restoreBatch || size >= restoreBatchBytes {
 			return flush(rec.Offset + 1)
 		}
 		return nil
 	})
 	if err == nil {
 		err = flush(to)
+	}
+	if serr := ap.stop(); serr != nil && !errors.Is(err, serr) {
+		err = errors.Join(err, serr) // not what stopped the read already
 	}
 	return caughtUp{applied: n, skipped: filter.skipped, writer: filter.newest, lag: lag}, err
 }
