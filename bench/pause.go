@@ -430,13 +430,17 @@ func (pr *pauseRunner) newWatch(topic string) (*watch, error) {
 func (w *watch) record() { w.mu.Lock(); w.on = true; w.mu.Unlock() }
 
 // allMovedSince reports whether every partition had output after t.
-func (w *watch) allMovedSince(t time.Time) bool {
+func (w *watch) allMovedSince(t time.Time) bool { return w.moving(t) == pausePartitions }
+
+// moving counts the partitions with output after t.
+func (w *watch) moving(t time.Time) int {
+	n := 0
 	for p := range w.last {
-		if w.last[p].Load() < t.UnixNano() {
-			return false
+		if w.last[p].Load() >= t.UnixNano() {
+			n++
 		}
 	}
-	return true
+	return n
 }
 
 func (w *watch) close() {
@@ -595,8 +599,8 @@ func (pr *pauseRunner) runConfig(ctx context.Context, c pauseConfig) (row pauseR
 	defer stopLoad()
 	go func() { _ = pr.offer(loadCtx, in) }()
 	// The backlog: every preloaded key counted and every partition moving.
-	deadline := start.Add(10 * time.Minute)
-	for w.total.Load() < int64(pr.keys) || !w.allMovedSince(time.Now().Add(-time.Second)) {
+	deadline, lastLog := start.Add(6*time.Minute), start
+	for w.total.Load() < int64(pr.keys) || !w.allMovedSince(time.Now().Add(-5*time.Second)) {
 		for _, inst := range insts {
 			if inst.exited() {
 				row.err = "an instance exited during the backlog: " + inst.tail()
@@ -604,8 +608,12 @@ func (pr *pauseRunner) runConfig(ctx context.Context, c pauseConfig) (row pauseR
 			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			row.err = fmt.Sprintf("backlog not done after 10 min: %d of %d outputs", w.total.Load(), pr.keys)
+			row.err = fmt.Sprintf("backlog not done after 6 min: %d outputs (%d keys), %d of %d partitions moving in the last 5 s", w.total.Load(), pr.keys, w.moving(time.Now().Add(-5*time.Second)), pausePartitions)
 			return
+		}
+		if time.Since(lastLog) > 15*time.Second {
+			lastLog = time.Now()
+			fmt.Fprintf(os.Stderr, "bench: pause %s: backlog: %d of %d outputs, %d partitions moving\n", c.name, w.total.Load(), pr.keys, w.moving(time.Now().Add(-5*time.Second)))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
