@@ -458,7 +458,7 @@ func pauseRun(ctx context.Context, h *harness, brokerDesc string, quick bool, ou
 	pr := &pauseRunner{h: h, keys: 1_000_000, rate: *pauseRate, session: *pauseSession,
 		settle: 30 * time.Second, quiet: 10 * time.Second}
 	if quick {
-		pr.keys, pr.settle = 50_000, 10*time.Second
+		pr.keys, pr.settle = 50_000, 20*time.Second
 	}
 	if *pauseKeys > 0 {
 		pr.keys = *pauseKeys
@@ -482,7 +482,7 @@ func pauseRun(ctx context.Context, h *harness, brokerDesc string, quick bool, ou
 				rows = append(rows, pauseRow{cfg: c, skip: why})
 				continue
 			}
-			jar, why := buildKStreams("kstreams")
+			jar, why := builtKStreams()
 			if why == "" && h.embedded {
 				why = kstreamsEmbeddedWordCount
 			}
@@ -511,4 +511,24 @@ func pauseRun(ctx context.Context, h *harness, brokerDesc string, quick bool, ou
 		fatal(err)
 	}
 	return true
+}
+
+// builtKStreams is buildKStreams, but takes a jar newer than the app's
+// sources and pom.xml as it is (Maven's own check takes minutes of JVM
+// start-up on a loaded machine).
+func builtKStreams() (jar, skip string) {
+	jar, err := filepath.Abs(filepath.Join("kstreams", "target", "kstreams-bench.jar"))
+	if err != nil {
+		return "", err.Error()
+	}
+	ji, err := os.Stat(jar)
+	if err != nil {
+		return buildKStreams("kstreams")
+	}
+	for _, src := range []string{"kstreams/pom.xml", "kstreams/src/main/java/weirbench/Bench.java"} {
+		if si, err := os.Stat(src); err != nil || si.ModTime().After(ji.ModTime()) {
+			return buildKStreams("kstreams")
+		}
+	}
+	return jar, ""
 }

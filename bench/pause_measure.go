@@ -81,10 +81,16 @@ func (pr *pauseRunner) newWatch(topic string) (*watch, error) {
 	}
 	w := &watch{cons: cons, client: client}
 	for p := range int32(pausePartitions) {
-		pc, err := cons.ConsumePartition(topic, p, sarama.OffsetOldest)
-		if err != nil {
-			w.close()
-			return nil, err
+		var pc sarama.PartitionConsumer
+		for i := 0; ; i++ { // a leader just elected may still answer NOT_LEADER
+			if pc, err = cons.ConsumePartition(topic, p, sarama.OffsetOldest); err == nil {
+				break
+			} else if i > 50 {
+				w.close()
+				return nil, err
+			}
+			_ = client.RefreshMetadata(topic)
+			time.Sleep(100 * time.Millisecond)
 		}
 		w.pcs = append(w.pcs, pc)
 		go func() {
