@@ -177,13 +177,19 @@ func (in *instance) rss() int64 {
 	return 0
 }
 
-// diskBytes sums the sizes of the regular files under dir.
+// diskBytes sums the disk blocks of the regular files under dir, as du
+// does: Badger preallocates its value-log and memtable files sparsely, so
+// their sizes would count space never written.
 func diskBytes(dir string) int64 {
 	var n int64
 	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+					n += st.Blocks * 512
+				} else {
+					n += fi.Size()
+				}
 			}
 		}
 		return nil

@@ -119,7 +119,7 @@ func renderPause(rows []pauseRow, pr *pauseRunner, broker string, quick bool) st
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %.1f | %s | %s |\n", r.cfg.system(), r.cfg.standbys, r.cfg.warmupsDesc(), r.backlog.Seconds(), strings.Join(rss, " / "), strings.Join(disk, " / "))
 	}
-	fmt.Fprintf(&b, "\nBacklog: four instances start → every preloaded key counted and every partition's output moving. RSS (VmRSS) and disk (the files under each instance's state dir) are read %s later, before the first event, with the load running. Kafka Streams runs with -Xmx1g.\n", pr.settle)
+	fmt.Fprintf(&b, "\nBacklog: four instances start → every preloaded key counted and every partition's output moving. RSS (VmRSS) and disk (the blocks of the files under each instance's state dir, as du counts them) are read %s later, before the first event, with the load running. Kafka Streams runs with -Xmx1g.\n", pr.settle)
 	for _, r := range rows {
 		if r.skip != "" {
 			fmt.Fprintf(&b, "\n¹ %s: skipped: %s\n", r.cfg.name, r.skip)
