@@ -62,10 +62,11 @@ var (
 // pauseDefaultSystems are the configurations the scenario runs: weir
 // without standbys or warm-ups, with warm-ups (its default, 2), with one
 // standby and warm-ups; Kafka Streams 4.4 with its defaults (0 standbys,
-// warm-ups 2, the classic protocol), with one standby, and with the
-// streams group protocol (KIP-1071).
+// warm-ups 2, the classic protocol) and with one standby.
+// pause-kstreams-streams-s0 (the streams group protocol, KIP-1071) is
+// not among them: it has not run yet.
 var pauseDefaultSystems = []string{"pause-weir-s0-w0", "pause-weir-s0-w2", "pause-weir-s1-w2",
-	"pause-kstreams-s0", "pause-kstreams-s1", "pause-kstreams-streams-s0"}
+	"pause-kstreams-s0", "pause-kstreams-s1"}
 
 // pauseConfig is one configuration, parsed from its name:
 // pause-weir-s<standbys>-w<max warm-ups> or pause-kstreams[-streams]-s<standbys>.
