@@ -57,6 +57,9 @@ func runChild(ctx context.Context, a childArgs) error {
 	if run := pgChild(a.system); run != nil { // pgsink.go
 		return run(ctx, a)
 	}
+	if run := pauseChild(a.system); run != nil { // pause.go
+		return run(ctx, a)
+	}
 	return fmt.Errorf("unknown system %q", a.system)
 }
 

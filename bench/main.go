@@ -140,6 +140,9 @@ func main() {
 	defer h.close()
 	h.embedded = *brokers == ""
 	fmt.Fprintf(os.Stderr, "bench: %s; %d CPUs; quick=%v\n", brokerDesc, runtime.NumCPU(), *quick)
+	if pauseRun(ctx, h, brokerDesc, *quick, *outDir) { // -pause: pause.go
+		return
+	}
 
 	sysList := strings.Split(*systems, ",")
 	latList := strings.Split(*latSystems, ",")

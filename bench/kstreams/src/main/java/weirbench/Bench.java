@@ -30,7 +30,16 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * kstreams-eos-cache (exactly_once_v2 with the record cache on, 10 MiB);
  * WORKLOAD is stateless (filter + map of byte values) or wordcount (flatMap,
  * groupBy word through a repartition topic, count into the default persistent
- * RocksDB store, every update to OUT). It runs until SIGTERM.
+ * RocksDB store, every update to OUT) or keycount (the pause scenario,
+ * bench/pause.go: groupByKey — no repartition — and count into "counts",
+ * every update to OUT, which keeps each output partition its input
+ * partition's). It runs until SIGTERM.
+ *
+ * <p>The pause scenario sets more through the environment:
+ * WEIR_BENCH_KS_STANDBYS (num.standby.replicas), WEIR_BENCH_KS_SESSION_MS
+ * (the consumer's session.timeout.ms), WEIR_BENCH_KS_THREADS
+ * (num.stream.threads) and WEIR_BENCH_KS_PROTOCOL ("streams": group.protocol
+ * streams, KIP-1071; default classic).
  */
 public final class Bench {
     private Bench() {}
@@ -81,6 +90,20 @@ public final class Bench {
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, Runtime.getRuntime().availableProcessors());
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
         p.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
+        String env;
+        if ((env = System.getenv("WEIR_BENCH_KS_STANDBYS")) != null) {
+            p.put(StreamsConfig.NUM_STANDBY_REPLICAS_CONFIG, Integer.parseInt(env));
+        }
+        if ((env = System.getenv("WEIR_BENCH_KS_SESSION_MS")) != null) {
+            p.put(StreamsConfig.consumerPrefix("session.timeout.ms"), Integer.parseInt(env));
+            p.put(StreamsConfig.consumerPrefix("heartbeat.interval.ms"), Math.max(500, Integer.parseInt(env) / 3));
+        }
+        if ((env = System.getenv("WEIR_BENCH_KS_THREADS")) != null) {
+            p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, Integer.parseInt(env));
+        }
+        if ("streams".equals(System.getenv("WEIR_BENCH_KS_PROTOCOL"))) {
+            p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
+        }
 
         StreamsBuilder b = new StreamsBuilder();
         switch (workload) {
@@ -92,6 +115,14 @@ public final class Bench {
                 KStream<String, String> lines = b.stream(in, Consumed.with(Serdes.String(), Serdes.String()));
                 lines.flatMapValues(l -> Arrays.asList(l.split(" ")))
                         .groupBy((k, w) -> w, Grouped.with("words", Serdes.String(), Serdes.String()))
+                        .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts")
+                                .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+                        .toStream()
+                        .to(out, Produced.with(Serdes.String(), Serdes.Long()));
+            }
+            case "keycount" -> {
+                KStream<String, String> words = b.stream(in, Consumed.with(Serdes.String(), Serdes.String()));
+                words.groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
                         .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts")
                                 .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
                         .toStream()
