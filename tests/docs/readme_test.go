@@ -185,7 +185,7 @@ var docCommands = []docEntry{
 	{`go run \./examples/orders`, testRuns("examples/orders/main_test.go", "TestDemoRuns")},
 	{`go run \./examples/postgres-sink`, testRuns("examples/postgres-sink/main_test.go", "TestDemoRuns")},
 	// Benchmarks of one package: the benchmark exists.
-	{`go test( -run '\^\$')? -bench \w+( -benchtime \S+)? \./\S+`, goBenchmark},
+	{`go test( -run '\^\$')? -bench \w+( -benchtime \S+)?( -cpuprofile \S+)? \./\S+`, goBenchmark},
 	{`curl -s '?http://127\.0\.0\.1:808[01]/\S+'?`, dashboardCurl},
 	{`go run \./cmd/weir (inspect|inspect stores|inspect get|dev-broker)( --?\S+( [^-]\S*)?)*`, weirCommand},
 	{`go test -run Example \.`, examplesRun},
@@ -313,17 +313,24 @@ func chaosCommand(t *testing.T, cmd string) {
 
 // benchCommand: every flag exists in the bench module's main.go.
 func benchCommand(t *testing.T, cmd string) {
-	flagsDefined(t, cmd, "bench/main.go")
+	flagsDefined(t, cmd, "bench/*.go")
 	t.Logf("%q: a benchmark, run by hand (its flags are checked)", cmd)
 }
 
-// flagsDefined checks that every -flag of cmd is defined in file with the
-// flag package.
-func flagsDefined(t *testing.T, cmd, file string) {
-	src := readFile(t, file)
+// flagsDefined checks that every -flag of cmd is defined with the flag
+// package in the files the pattern names (test files left out).
+func flagsDefined(t *testing.T, cmd, pattern string) {
+	files, err := filepath.Glob(pattern)
+	require.NoError(t, err)
+	var src strings.Builder
+	for _, f := range files {
+		if !strings.HasSuffix(f, "_test.go") {
+			src.WriteString(readFile(t, f))
+		}
+	}
 	for _, w := range strings.Fields(cmd) {
 		if name, ok := strings.CutPrefix(w, "-"); ok && name != "" {
-			require.Regexp(t, regexp.MustCompile(`flag\.\w+\("`+regexp.QuoteMeta(name)+`"`), src, "%s defines no flag -%s", file, name)
+			require.Regexp(t, regexp.MustCompile(`flag\.\w+\("`+regexp.QuoteMeta(name)+`"`), src.String(), "%s defines no flag -%s", pattern, name)
 		}
 	}
 }
