@@ -43,40 +43,18 @@ func (fr *franzRun) tryCommit(ctx context.Context, offsets map[topicPartition]in
 	if err != nil {
 		return true, fmt.Errorf("kafka: commit: %w", err)
 	}
-	got := make(map[topicPartition]int16, len(offsets))
+	answers := make(map[topicPartition]error, len(offsets))
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
-			got[topicPartition{t.Topic, p.Partition}] = p.ErrorCode
+			answers[topicPartition{t.Topic, p.Partition}] = kerr.ErrorForCode(p.ErrorCode)
 		}
 	}
-	var retry bool
-	var first error
-	for tp, off := range offsets {
-		code, ok := got[tp]
-		kerrv := kerr.ErrorForCode(code)
-		switch {
-		case !ok:
-			retry, first = true, cmpErr(first, &PartitionError{tp.topic, tp.partition, errIncompleteCommit})
-		case kerrv == nil:
-			fr.committer.committed(tp, off)
-		case errors.Is(kerrv, kerr.NotCoordinator), errors.Is(kerrv, kerr.CoordinatorNotAvailable),
-			errors.Is(kerrv, kerr.RebalanceInProgress), errors.Is(kerrv, kerr.CoordinatorLoadInProgress),
-			errors.Is(kerrv, kerr.RequestTimedOut):
-			retry, first = true, cmpErr(first, &PartitionError{tp.topic, tp.partition, kerrv})
-		case errors.Is(kerrv, kerr.IllegalGeneration):
-			// The coordinator is a generation ahead: the member is
-			// rejoining while it keeps its claims; retried for
-			// generationWait (see committer.trySarama).
-			retry, first = true, cmpErr(first, &PartitionError{tp.topic, tp.partition, kerrv})
-		case errors.Is(kerrv, kerr.UnknownMemberID):
-			id, gen := fr.cl.GroupMetadata()
-			moved := gen != generation || id != memberID
-			retry, first = retry || moved, cmpErr(first, &PartitionError{tp.topic, tp.partition, kerrv})
-		default:
-			return false, &PartitionError{tp.topic, tp.partition, kerrv}
-		}
+	moved := func() bool {
+		id, gen := fr.cl.GroupMetadata()
+		return gen != generation || id != memberID
 	}
-	return retry, first
+	// kgo finds a moved coordinator by itself: no lookup to start here.
+	return fr.committer.settle(offsets, answers, errIncompleteCommit, moved, nil)
 }
 
 // errIncompleteCommit is the cause of a partition a commit response left

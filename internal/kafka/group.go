@@ -329,24 +329,6 @@ func (rs *runState) consume(ctx context.Context, cg sarama.ConsumerGroup, gh *gr
 	}
 }
 
-// fatalGroupError reports errors that a new join cannot cure.
-func fatalGroupError(err error) bool {
-	var ce sarama.ConfigurationError
-	if errors.As(err, &ce) {
-		return true
-	}
-	for _, k := range []sarama.KError{
-		sarama.ErrInvalidSessionTimeout, sarama.ErrFencedInstancedId, sarama.ErrGroupAuthorizationFailed,
-		sarama.ErrTopicAuthorizationFailed, sarama.ErrInconsistentGroupProtocol, sarama.ErrInvalidGroupId,
-		sarama.ErrGroupMaxSizeReached, sarama.ErrSASLAuthenticationFailed, sarama.ErrUnsupportedVersion,
-	} {
-		if errors.Is(err, k) {
-			return true
-		}
-	}
-	return false
-}
-
 // checkTopics verifies that every topic exists and that co-partitioned
 // topics have the same partition count.
 //

@@ -232,7 +232,7 @@ func (fr *franzRun) dispatch(fetches kgo.Fetches) {
 		case topic == "":
 			// Group management errors come as a fetch error of no topic.
 			werr := wrapFranzGroupError(fr.cfg.GroupID, err)
-			if fatalFranzGroupError(err) {
+			if fatalGroupError(err) {
 				fr.fail(werr)
 				return
 			}
@@ -306,20 +306,6 @@ func wrapFranzGroupError(groupID string, err error) error {
 		return fmt.Errorf("kafka: group %q: not authorized to join it: %w (an ACL granting Read on group %q is needed)", groupID, err, groupID)
 	}
 	return fmt.Errorf("kafka: group %q: %w", groupID, err)
-}
-
-// fatalFranzGroupError reports group errors that a new join cannot cure.
-func fatalFranzGroupError(err error) bool {
-	for _, k := range []*kerr.Error{
-		kerr.InvalidSessionTimeout, kerr.FencedInstanceID, kerr.GroupAuthorizationFailed,
-		kerr.TopicAuthorizationFailed, kerr.InconsistentGroupProtocol, kerr.InvalidGroupID,
-		kerr.GroupMaxSizeReached, kerr.SaslAuthenticationFailed, kerr.UnsupportedVersion,
-	} {
-		if errors.Is(err, k) {
-			return true
-		}
-	}
-	return false
 }
 
 // checkTopicsFranz is checkTopics on a kgo client: every topic exists and
