@@ -265,19 +265,7 @@ func (p *saramaProducer) input(ctx context.Context, m *sarama.ProducerMessage) e
 // full. If ctx is done first it returns ctx's error; if stop closes first
 // (a nil stop never does), stopped. m is then not sent.
 func Input(ctx context.Context, in chan<- *sarama.ProducerMessage, m *sarama.ProducerMessage, stop <-chan struct{}, stopped error) error {
-	select { // fast path: room in the buffer; a select over one channel locks only it
-	case in <- m:
-		return nil
-	default:
-	}
-	select {
-	case in <- m:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-stop:
-		return stopped
-	}
+	return offer(in, m, ctx.Done(), ctx.Err, stop, stopped)
 }
 
 // tick ends a window of the linger: it hands over what is held.

@@ -268,19 +268,7 @@ func (p *franzProducer) sendOwn(ctx context.Context, w *ownDeliveries, recs []Re
 // acquire takes a slot for one record, waiting while every slot is taken
 // until ctx is done or p is closing. The caller holds p.mu (read).
 func (p *franzProducer) acquire(ctx context.Context) error {
-	select { // fast path: a slot free
-	case p.slots <- struct{}{}:
-		return nil
-	default:
-	}
-	select {
-	case p.slots <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-p.closing:
-		return ErrClosed
-	}
+	return offer(p.slots, struct{}{}, ctx.Done(), ctx.Err, p.closing, ErrClosed)
 }
 
 func (p *franzProducer) sendErr(topic string, err error) error {
