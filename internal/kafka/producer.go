@@ -2,11 +2,9 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -184,16 +182,13 @@ func newSaramaProducer(cfg Config) (*saramaProducer, error) {
 
 // Send implements [Producer.Send].
 func (p *saramaProducer) Send(ctx context.Context, r Record) error {
-	if r.Topic == "" {
-		return fmt.Errorf("%w: record without topic", ErrConfig)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("kafka: send to %q: %w", r.Topic, err)
+	if err := checkSend(ctx, r); err != nil {
+		return err
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
-		return fmt.Errorf("kafka: send: %w", ErrClosed)
+		return errSendClosed()
 	}
 	msg := MessageFromRecord(r)
 	seq := p.t.register()
@@ -205,10 +200,7 @@ func (p *saramaProducer) Send(ctx context.Context, r Record) error {
 	}
 	if err := p.input(ctx, msg); err != nil {
 		p.t.complete(seq, nil)
-		if errors.Is(err, ErrClosed) {
-			return fmt.Errorf("kafka: send: %w", err)
-		}
-		return fmt.Errorf("kafka: send to %q: %w", r.Topic, err)
+		return sendErr(r.Topic, err)
 	}
 	return nil
 }
@@ -224,13 +216,7 @@ func (p *saramaProducer) Flush(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kafka: flush: %w", err)
 	}
-	done := p.t.waitFor()
-	select {
-	case <-done:
-		return p.t.takeErr()
-	case <-ctx.Done():
-		return fmt.Errorf("kafka: flush: %w", ctx.Err())
-	}
+	return p.t.flush(ctx)
 }
 
 // Acked implements [Producer.Acked].
@@ -247,12 +233,9 @@ func (p *saramaProducer) Close() error {
 		p.mu.Unlock()
 		p.ap.AsyncClose()
 		p.drained.Wait()
-		err = p.t.takeErr()
+		err = p.t.closeErr()
 	})
-	if err != nil {
-		return fmt.Errorf("kafka: close producer: %w", err)
-	}
-	return nil
+	return err
 }
 
 // input hands m to sarama, blocking while its input buffer is full until
@@ -327,108 +310,4 @@ func (p *saramaProducer) drainErrors() {
 		p.log.Warn("kafka: delivery failed", "err", err)
 		p.delivered(pe.Msg, err)
 	}
-}
-
-// deliveries tracks records by sequence number. Sequence numbers start at
-// 1 (0 marks a message without one); every one below base is complete.
-// Acknowledgements of different partitions arrive out of order, so the
-// completed ones at or above base wait in done until base reaches them.
-type deliveries struct {
-	// next is the sequence number of the next record: an atomic, so that
-	// a send takes no lock (register).
-	next atomic.Uint64
-	mu   sync.Mutex
-	base uint64 // every record below base is complete
-	// done[i] reports whether record base+i is complete: a window over the
-	// records in flight, trimmed at the front as base advances (a map of
-	// sequence numbers cost 5 % of a stateless application's CPU, most of
-	// it probing past the tombstones of deleted keys).
-	done    []bool
-	waiters []waiter
-
-	firstErr error
-	moreErrs int
-}
-
-type waiter struct {
-	target uint64 // satisfied once base >= target
-	ch     chan struct{}
-}
-
-func (d *deliveries) init() {
-	d.next.Store(1)
-	d.base = 1
-}
-
-func (d *deliveries) register() uint64 { return d.next.Add(1) - 1 }
-
-// complete records the outcome of record seq.
-func (d *deliveries) complete(seq uint64, err error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if err != nil {
-		if d.firstErr == nil {
-			d.firstErr = err
-		} else {
-			d.moreErrs++
-		}
-	}
-	if seq == 0 || seq < d.base || seq >= d.next.Load() {
-		return
-	}
-	i := int(seq - d.base)
-	for len(d.done) <= i {
-		d.done = append(d.done, false)
-	}
-	d.done[i] = true
-	n := 0
-	for n < len(d.done) && d.done[n] {
-		n++
-	}
-	if n == 0 {
-		return
-	}
-	d.base += uint64(n)
-	if n == len(d.done) {
-		d.done = d.done[:0] // reuse the array: the window is empty
-	} else {
-		d.done = d.done[n:]
-	}
-	kept := d.waiters[:0]
-	for _, w := range d.waiters {
-		if d.base >= w.target {
-			close(w.ch)
-		} else {
-			kept = append(kept, w)
-		}
-	}
-	clear(d.waiters[len(kept):])
-	d.waiters = kept
-}
-
-// waitFor returns a channel closed once every record registered so far is
-// complete.
-func (d *deliveries) waitFor() <-chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	ch := make(chan struct{})
-	next := d.next.Load()
-	if d.base >= next {
-		close(ch)
-		return ch
-	}
-	d.waiters = append(d.waiters, waiter{target: next, ch: ch})
-	return ch
-}
-
-// takeErr returns and clears the first error recorded since the last call.
-func (d *deliveries) takeErr() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	err, more := d.firstErr, d.moreErrs
-	d.firstErr, d.moreErrs = nil, 0
-	if err != nil && more > 0 {
-		return fmt.Errorf("%w (and %d more delivery errors)", err, more)
-	}
-	return err
 }

@@ -205,19 +205,16 @@ func (p *franzProducer) newOut(r Record) *franzOut {
 
 // Send implements [Producer.Send].
 func (p *franzProducer) Send(ctx context.Context, r Record) error {
-	if r.Topic == "" {
-		return fmt.Errorf("%w: record without topic", ErrConfig)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("kafka: send to %q: %w", r.Topic, err)
+	if err := checkSend(ctx, r); err != nil {
+		return err
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
-		return fmt.Errorf("kafka: send: %w", ErrClosed)
+		return errSendClosed()
 	}
 	if err := p.acquire(ctx); err != nil {
-		return p.sendErr(r.Topic, err)
+		return sendErr(r.Topic, err)
 	}
 	o := p.newOut(r)
 	o.seq = p.t.register()
@@ -227,19 +224,7 @@ func (p *franzProducer) Send(ctx context.Context, r Record) error {
 
 // SendWait implements [Producer.SendWait].
 func (p *franzProducer) SendWait(ctx context.Context, recs ...Record) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	w := &ownDeliveries{left: len(recs), done: make(chan struct{})}
-	if err := p.sendOwn(ctx, w, recs); err != nil {
-		return err
-	}
-	select {
-	case <-w.done:
-		return w.err
-	case <-ctx.Done():
-		return fmt.Errorf("kafka: send: %w", ctx.Err())
-	}
+	return sendWait(ctx, recs, p.sendOwn)
 }
 
 // sendOwn gives recs to kgo as w's.
@@ -252,11 +237,11 @@ func (p *franzProducer) sendOwn(ctx context.Context, w *ownDeliveries, recs []Re
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
-		return fmt.Errorf("kafka: send: %w", ErrClosed)
+		return errSendClosed()
 	}
 	for _, r := range recs {
 		if err := p.acquire(ctx); err != nil {
-			return p.sendErr(r.Topic, err)
+			return sendErr(r.Topic, err)
 		}
 		o := p.newOut(r)
 		o.seq, o.own = p.t.register(), w
@@ -269,13 +254,6 @@ func (p *franzProducer) sendOwn(ctx context.Context, w *ownDeliveries, recs []Re
 // until ctx is done or p is closing. The caller holds p.mu (read).
 func (p *franzProducer) acquire(ctx context.Context) error {
 	return offer(p.slots, struct{}{}, ctx.Done(), ctx.Err, p.closing, ErrClosed)
-}
-
-func (p *franzProducer) sendErr(topic string, err error) error {
-	if err == ErrClosed {
-		return fmt.Errorf("kafka: send: %w", err)
-	}
-	return fmt.Errorf("kafka: send to %q: %w", topic, err)
 }
 
 // delivered is the promise of every record: kgo calls it once per record,
@@ -310,14 +288,7 @@ func (p *franzProducer) delivered(r *kgo.Record, err error) {
 // Flush implements [Producer.Flush]. With a Linger in the Tuning it waits
 // for it as sarama's producer does; kgo's own Flush would also wait for
 // the records other callers send meanwhile.
-func (p *franzProducer) Flush(ctx context.Context) error {
-	select {
-	case <-p.t.waitFor():
-		return p.t.takeErr()
-	case <-ctx.Done():
-		return fmt.Errorf("kafka: flush: %w", ctx.Err())
-	}
-}
+func (p *franzProducer) Flush(ctx context.Context) error { return p.t.flush(ctx) }
 
 // Acked implements [Producer.Acked].
 func (p *franzProducer) Acked() *AckedOffsets { return &p.acked }
@@ -348,12 +319,9 @@ func (p *franzProducer) Close() error {
 		p.cl.Close()
 		close(p.stopWindows)
 		<-p.windowsDone
-		err = p.t.takeErr()
+		err = p.t.closeErr()
 	})
-	if err != nil {
-		return fmt.Errorf("kafka: close producer: %w", err)
-	}
-	return nil
+	return err
 }
 
 // franzPartitioner is the franz-go producers' kgo.Partitioner, the
