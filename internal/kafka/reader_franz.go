@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -21,7 +20,8 @@ import (
 // Java consumer does, and returns the offset after the last batch it
 // processed — past control markers, aborted data and batches compaction
 // emptied — which is where the next fetch starts. The contract (errors,
-// retries, the log start moving, fetch sizing) is rangeReader's.
+// retries, the log start moving, fetch sizing) and the loop
+// (rangeReader.run) are rangeReader's.
 
 // franzReader returns the Admin's kgo client for ReadRange, connecting it
 // on first use; Close closes it.
@@ -66,7 +66,7 @@ func (a *Admin) readRangeFranz(ctx context.Context, topic string, partition int3
 		r.isolation = kgo.ReadCommitted()
 	}
 	r.decompressor = kgo.DefaultDecompressor()
-	return r.run(ctx)
+	return r.run(ctx, r, r.fetchSize)
 }
 
 // franzRangeReader is the state of one ReadRange call on franz-go; the
@@ -86,95 +86,42 @@ type franzRangeReader struct {
 	id     [16]byte
 }
 
-// run fetches until next reaches to.
-func (r *franzRangeReader) run(ctx context.Context) error {
-	retries, stalls := 0, 0
-	var failingSince time.Time
-	for r.next < r.to {
-		if err := ctx.Err(); err != nil {
-			return r.errorf("%w", err)
-		}
-		var rp *kmsg.FetchResponseTopicPartition
-		err := r.lookup(ctx)
-		if err == nil {
-			rp, err = r.fetch(ctx)
-		}
-		if err != nil {
-			switch {
-			case ctx.Err() != nil:
-				return r.errorf("%w (%w)", ctx.Err(), err)
-			case errors.Is(err, kerr.OffsetOutOfRange):
-				if err := r.skipToLogStart(ctx); err != nil {
-					return err
-				}
-				continue
-			case !retriableFranzFetchError(err):
-				return r.franzFatal(err)
-			}
-			if retries == 0 {
-				failingSince = time.Now()
-			}
-			giveUp := time.Since(failingSince) > retryBudget
-			if errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
-				giveUp = retries >= readUnknownRetries
-			}
-			if giveUp {
-				return r.franzFatal(fmt.Errorf("%d attempts: %w", retries+1, err))
-			}
-			r.a.cfg.logger().Debug("kafka: read: fetch failed, retrying",
-				"topic", r.topic, "partition", r.partition, "offset", r.next, "err", err)
-			r.known = false
-			if perr := Pause(ctx, Backoff(retries)); perr != nil {
-				return r.errorf("%w (retrying after %w)", perr, err)
-			}
-			retries++
-			continue
-		}
-		retries = 0
-		if rp == nil {
-			continue // throttled: the broker emptied the response
-		}
-
-		before := r.next
-		if err := r.consume(ctx, rp); err != nil {
-			return err
-		}
-		if r.next > before {
-			stalls, r.fetchSize = 0, readFetchBytes
-			if n := r.a.cfg.Tuning.MaxPartitionFetchBytes; n > 0 {
-				r.fetchSize = n
-			}
-			continue
-		}
-		// No progress.
-		if len(rp.RecordBatches) > 0 {
-			// Only a record batch cut short by the fetch size: ask for
-			// more. (Brokers since KIP-74 return a first batch whole
-			// whatever the limit, so this is for other implementations.)
-			if !r.unsized {
-				r.unsized = true
-				continue
-			}
-			if r.fetchSize == math.MaxInt32 {
-				return r.franzFatal(fmt.Errorf("record batch at offset %d larger than %d bytes: %w", r.next, r.fetchSize, kerr.MessageTooLarge))
-			}
-			r.fetchSize = int32(min(2*int64(r.fetchSize), math.MaxInt32))
-			continue
-		}
-		readable := rp.HighWatermark
-		if r.readCommitted {
-			readable = rp.LastStableOffset
-		}
-		if r.next < readable {
-			if stalls++; stalls >= readMaxStalls {
-				return r.franzFatal(fmt.Errorf("%d fetches at offset %d returned no record batch although the partition is readable up to %d", stalls, r.next, readable))
-			}
-		}
-		// Otherwise nothing below to is readable yet: the broker held the
-		// fetch for readMaxWait; poll again.
+// fetch implements rangeClient: a metadata lookup if the leader is not
+// known, then one Fetch.
+func (r *franzRangeReader) fetch(ctx context.Context) (*rangeAnswer, error) {
+	err := r.lookup(ctx)
+	var rp *kmsg.FetchResponseTopicPartition
+	if err == nil {
+		rp, err = r.fetchPartition(ctx)
 	}
-	return nil
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, &readStopped{r.errorf("%w (%w)", ctx.Err(), err)}
+	case err != nil || rp == nil:
+		return nil, err
+	}
+	return &rangeAnswer{
+		hwm: rp.HighWatermark,
+		lso: rp.LastStableOffset,
+		consume: func(ctx context.Context) (bool, error) {
+			// Batches that moved nothing: a record batch cut short by the
+			// fetch size.
+			return len(rp.RecordBatches) > 0, r.consume(ctx, rp)
+		},
+	}, nil
 }
+
+func (*franzRangeReader) outOfRange(err error) bool { return errors.Is(err, kerr.OffsetOutOfRange) }
+func (*franzRangeReader) retriable(err error) bool  { return retriableFranzFetchError(err) }
+func (*franzRangeReader) unknownTopic(err error) bool {
+	return errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID)
+}
+
+// refreshed implements rangeClient: every retry asks the metadata again
+// (forget), none is refreshed by the failure itself.
+func (*franzRangeReader) refreshed(error) bool { return false }
+func (r *franzRangeReader) forget(error)       { r.known = false }
+func (*franzRangeReader) tooLarge() error      { return kerr.MessageTooLarge }
 
 // lookup asks the cluster for the partition's leader, its epoch and the
 // topic's id, unless the last answer still holds.
@@ -215,11 +162,11 @@ func (r *franzRangeReader) lookup(ctx context.Context) error {
 	return fmt.Errorf("metadata: topic has no partition %d: %w", r.partition, kerr.UnknownTopicOrPartition)
 }
 
-// fetch sends one Fetch request for next to the partition leader and
-// returns the partition's answer without error, or the error: a transport
+// fetchPartition sends one Fetch request for next to the partition leader
+// and returns the partition's answer without error, or the error: a transport
 // error or a *kerr.Error. A response the broker emptied because a quota
 // throttles the client is (nil, nil).
-func (r *franzRangeReader) fetch(ctx context.Context) (*kmsg.FetchResponseTopicPartition, error) {
+func (r *franzRangeReader) fetchPartition(ctx context.Context) (*kmsg.FetchResponseTopicPartition, error) {
 	size := r.wantBytes()
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
@@ -281,7 +228,7 @@ func (r *franzRangeReader) consume(ctx context.Context, rp *kmsg.FetchResponseTo
 	if fp.Err != nil && len(fp.Records) == 0 {
 		// A batch that does not decode (bad CRC, a codec it does not
 		// know): a retry reads the same bytes.
-		return r.franzFatal(fmt.Errorf("decode: %w", fp.Err))
+		return r.fatal(fmt.Errorf("decode: %w", fp.Err))
 	}
 	var size int64
 	for _, rec := range fp.Records {
@@ -347,9 +294,9 @@ func retriableFranzFetchError(err error) bool {
 	return true // transport: a lost connection, a broker restarting
 }
 
-// franzFatal wraps a cause into the *PartitionError ReadRange returns, as
-// rangeReader.fatal does for sarama's errors.
-func (r *franzRangeReader) franzFatal(err error) error {
+// fatal implements rangeClient: it wraps a cause into the *PartitionError
+// ReadRange returns, as rangeReader.fatal does for sarama's errors.
+func (r *franzRangeReader) fatal(err error) error {
 	if errors.Is(err, kgo.ErrClientClosed) {
 		return r.errorf("%w (%w)", ErrClosed, err)
 	}
