@@ -3,6 +3,8 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -163,7 +165,8 @@ func headers(hs []kgo.RecordHeader) []Header {
 
 var _ = Header(kgo.RecordHeader{}) // same underlying struct: see headers
 
-// recordFromKgo converts a consumed kgo record, sharing its bytes.
+// recordFromKgo converts a record kgo fetched (for a claim) or decoded
+// (for ReadRange), sharing its bytes and headers.
 func recordFromKgo(r *kgo.Record) Record {
 	return Record{
 		Topic:     r.Topic,
@@ -226,26 +229,24 @@ func (fr *franzRun) release(parts map[string][]int32) {
 		}
 	}
 	fr.mu.Unlock()
-	for _, c := range ended {
-		c.stop()
-	}
-	for _, c := range ended {
-		<-c.done
-	}
+	stopClaims(ended)
 }
 
 // stopAll stops every claim and waits for them.
 func (fr *franzRun) stopAll() {
 	fr.mu.Lock()
-	all := make([]*franzClaim, 0, len(fr.claims))
-	for _, c := range fr.claims {
-		all = append(all, c)
-	}
+	all := slices.Collect(maps.Values(fr.claims))
 	fr.mu.Unlock()
-	for _, c := range all {
+	stopClaims(all)
+}
+
+// stopClaims stops the claims, all at once, and waits until their
+// handlers returned.
+func stopClaims(claims []*franzClaim) {
+	for _, c := range claims {
 		c.stop()
 	}
-	for _, c := range all {
+	for _, c := range claims {
 		<-c.done
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"maps"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,21 +26,17 @@ func (fr *franzRun) tryCommit(ctx context.Context, offsets map[topicPartition]in
 	if fr.cfg.InstanceID != "" {
 		req.InstanceID = kmsg.StringPtr(fr.cfg.InstanceID)
 	}
-	idx := make(map[string]int)
-	for tp, off := range offsets {
-		i, ok := idx[tp.topic]
-		if !ok {
-			i = len(req.Topics)
-			idx[tp.topic] = i
-			rt := kmsg.NewOffsetCommitRequestTopic()
-			rt.Topic = tp.topic
-			req.Topics = append(req.Topics, rt)
+	for t, ps := range partitionsByTopic(maps.Keys(offsets)) {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = t
+		for _, p := range ps {
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition = p
+			rp.Offset = offsets[topicPartition{t, p}]
+			rp.LeaderEpoch = -1
+			rt.Partitions = append(rt.Partitions, rp)
 		}
-		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Partition = tp.partition
-		rp.Offset = off
-		rp.LeaderEpoch = -1
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		req.Topics = append(req.Topics, rt)
 	}
 	resp, err := req.RequestWith(ctx, fr.cl)
 	if err != nil {
@@ -99,11 +98,7 @@ func (fr *franzRun) committedOffsets(ctx context.Context, tps []topicPartition) 
 	req.RequireStable = true
 	g := kmsg.NewOffsetFetchRequestGroup()
 	g.Group = fr.cfg.GroupID
-	byTopic := make(map[string][]int32)
-	for _, tp := range tps {
-		byTopic[tp.topic] = append(byTopic[tp.topic], tp.partition)
-	}
-	for t, ps := range byTopic {
+	for t, ps := range partitionsByTopic(slices.Values(tps)) {
 		rt := kmsg.NewOffsetFetchRequestGroupTopic()
 		rt.Topic = t
 		rt.Partitions = ps
@@ -145,21 +140,17 @@ func (fr *franzRun) listOffsets(ctx context.Context, tps []topicPartition, times
 	}
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
-	idx := make(map[string]int)
-	for _, tp := range tps {
-		i, ok := idx[tp.topic]
-		if !ok {
-			i = len(req.Topics)
-			idx[tp.topic] = i
-			rt := kmsg.NewListOffsetsRequestTopic()
-			rt.Topic = tp.topic
-			req.Topics = append(req.Topics, rt)
+	for t, ps := range partitionsByTopic(slices.Values(tps)) {
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = t
+		for _, p := range ps {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition = p
+			rp.Timestamp = timestamp
+			rp.CurrentLeaderEpoch = -1
+			rt.Partitions = append(rt.Partitions, rp)
 		}
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition = tp.partition
-		rp.Timestamp = timestamp
-		rp.CurrentLeaderEpoch = -1
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		req.Topics = append(req.Topics, rt)
 	}
 	resp, err := req.RequestWith(ctx, fr.cl)
 	if err != nil {
@@ -179,4 +170,13 @@ func (fr *franzRun) listOffsets(ctx context.Context, tps []topicPartition, times
 		}
 	}
 	return out, nil
+}
+
+// partitionsByTopic groups partitions by topic, as a request names them.
+func partitionsByTopic(tps iter.Seq[topicPartition]) map[string][]int32 {
+	out := make(map[string][]int32)
+	for tp := range tps {
+		out[tp.topic] = append(out[tp.topic], tp.partition)
+	}
+	return out
 }

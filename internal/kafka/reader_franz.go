@@ -247,7 +247,7 @@ func (r *franzRangeReader) consume(ctx context.Context, rp *kmsg.FetchResponseTo
 		if err := ctx.Err(); err != nil {
 			return r.errorf("%w", err)
 		}
-		if err := r.fn(recordFromFranz(rec)); err != nil {
+		if err := r.fn(recordFromKgo(rec)); err != nil {
 			return err
 		}
 		r.next = rec.Offset + 1
@@ -256,25 +256,6 @@ func (r *franzRangeReader) consume(ctx context.Context, rp *kmsg.FetchResponseTo
 		r.next = min(end, r.to)
 	}
 	return nil
-}
-
-// recordFromFranz converts a record kgo decoded.
-func recordFromFranz(k *kgo.Record) Record {
-	r := Record{
-		Topic:     k.Topic,
-		Partition: k.Partition,
-		Offset:    k.Offset,
-		Key:       k.Key,
-		Value:     k.Value,
-		Timestamp: k.Timestamp,
-	}
-	if len(k.Headers) > 0 {
-		r.Headers = make([]Header, len(k.Headers))
-		for i, h := range k.Headers {
-			r.Headers[i] = Header{Key: h.Key, Value: h.Value}
-		}
-	}
-	return r
 }
 
 // retriableFranzFetchError reports whether a failed fetch or metadata
