@@ -127,7 +127,7 @@ func (e *Engine) runBatch(ctx context.Context, plan offsets.Plan, srcs map[offse
 	prog.StateStores = e.sizes
 	e.lastStart = start
 	e.next = plan.Batch + 1
-	e.rt.Logger().Info("weir: batch", "progress", prog)
+	e.log.Info("weir: batch", "progress", prog)
 	if e.cfg.OnProgress != nil {
 		e.cfg.OnProgress(prog)
 	}
@@ -198,7 +198,7 @@ func (e *Engine) recover(ctx context.Context, srcs map[offsets.TopicPartition]*s
 		}
 		return 0, false
 	})
-	log := e.rt.Logger()
+	log := e.log
 	switch decision {
 	case replayPlan:
 		log.Info("weir: replaying an uncommitted batch with its planned ranges", "batch", plan.Batch)

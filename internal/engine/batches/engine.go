@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -22,7 +23,8 @@ import (
 
 // Engine runs a topology in micro-batches. Create it with New; Run it once.
 type Engine struct {
-	rt  *tasks.Runtime
+	rt  Runtime // the role of the runtime this engine uses
+	log *slog.Logger
 	drv *tasks.Driver
 	wal *offsets.WAL
 	cfg microbatch.Config
@@ -73,6 +75,7 @@ func New(rt *tasks.Runtime, wal *offsets.WAL, cfg microbatch.Config) (*Engine, e
 	rt.ApplyStateBehind()
 	return &Engine{
 		rt:  rt,
+		log: rt.Logger(),
 		drv: tasks.NewDriver(rt, tasks.DriverConfig{Name: "microbatch", LogName: "micro-batch", OnError: cfg.OnError}),
 		wal: wal, cfg: cfg,
 		sources: map[offsets.TopicPartition]*source{},

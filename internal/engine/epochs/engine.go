@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -44,9 +45,10 @@ type Config struct {
 // Engine runs a topology in continuous mode on the members of a consumer
 // group. Create it with New; Run it once.
 type Engine struct {
-	rt  *tasks.Runtime
-	drv *tasks.Driver
-	cfg Config
+	rt     Runtime // the role of the runtime this engine uses
+	logger *slog.Logger
+	drv    *tasks.Driver
+	cfg    Config
 
 	// barrier separates processing from epoch ends: claims hold it shared
 	// while they process a record, an epoch end holds it exclusively while
@@ -113,9 +115,10 @@ func New(rt *tasks.Runtime, cfg Config) (*Engine, error) {
 	// claims process the next epoch on top of them (runtime layers.go).
 	rt.ApplyStateBehind()
 	return &Engine{
-		rt:  rt,
-		drv: tasks.NewDriver(rt, tasks.DriverConfig{Name: "continuous", LogName: "continuous", OnError: cfg.OnError}),
-		cfg: cfg, pos: map[offsets.TopicPartition]*atomic.Int64{}, rewind: make(chan struct{}),
+		rt:     rt,
+		logger: rt.Logger(),
+		drv:    tasks.NewDriver(rt, tasks.DriverConfig{Name: "continuous", LogName: "continuous", OnError: cfg.OnError}),
+		cfg:    cfg, pos: map[offsets.TopicPartition]*atomic.Int64{}, rewind: make(chan struct{}),
 	}, nil
 }
 
@@ -593,7 +596,7 @@ func (e *Engine) committed(now time.Time, pos tasks.Positions, took time.Duratio
 	rows int64, last time.Time, ph *tasks.Phases, behind bool) error {
 	n := e.epochs.Load()
 	if ph.Paused >= e.cfg.EpochInterval {
-		e.rt.Logger().Info("weir: continuous: epoch end paused processing", "epoch", n, "phases", continuous.Phases(*ph))
+		e.logger.Info("weir: continuous: epoch end paused processing", "epoch", n, "phases", continuous.Phases(*ph))
 	}
 	var p *continuous.Progress
 	if rows > 0 && e.cfg.OnProgress != nil {
