@@ -2,11 +2,9 @@ package batches
 
 import (
 	"context"
-	"time"
 
 	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
-	"github.com/weirstream/weir/offsets"
 )
 
 // Runtime is the part of a *tasks.Runtime the micro-batch engine uses
@@ -14,12 +12,10 @@ import (
 // tasks and the clock, the partitions' offsets a batch plan reads, the
 // ranges it reads, the commit, and the rewind after a failure. New takes
 // the whole runtime; everything after goes through this role, so that the
-// engine's dependence on the runtime is these fifteen methods.
+// engine's dependence on the runtime is these fifteen methods (six of
+// them tasks.EngineRole's).
 type Runtime interface {
-	// Tasks are the member's tasks.
-	Tasks() *tasks.Tasks
-	// Now reads the runtime's clock.
-	Now() time.Time
+	tasks.EngineRole
 	// ApplicationID names the application (and its internal topics).
 	ApplicationID() string
 	// Plan is the topic plan the runtime prepared.
@@ -35,19 +31,10 @@ type Runtime interface {
 	GroupCommitted(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error)
 	// ReadRange reads the records of a partition in [from, to).
 	ReadRange(ctx context.Context, topic string, partition int32, from, to int64, fn func(kafka.Record) error) error
-	// Track records a partition's position and end, for its lag.
-	Track(tp offsets.TopicPartition, next, end int64)
 	// InterceptSinks hands the tasks' sink records to fn.
 	InterceptSinks(fn func(context.Context, kafka.Record) error)
 	// Commit commits a batch at positions.
 	Commit(ctx context.Context, positions tasks.Positions, s kafka.Session) error
-	// Rewind drops the uncommitted work after a failure.
-	Rewind(ctx context.Context, cause error) error
-	// StateApplyFailed is the error of a state layer that did not reach
-	// Badger.
-	StateApplyFailed() error
-	// WaitForDisk waits until the state volume has room again.
-	WaitForDisk(ctx context.Context) error
 }
 
 var _ Runtime = (*tasks.Runtime)(nil)

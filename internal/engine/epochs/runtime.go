@@ -6,7 +6,6 @@ import (
 
 	"github.com/weirstream/weir/internal/engine/tasks"
 	"github.com/weirstream/weir/internal/kafka"
-	"github.com/weirstream/weir/offsets"
 )
 
 // Runtime is the part of a *tasks.Runtime the continuous engine uses once
@@ -14,25 +13,16 @@ import (
 // and the clock, the epoch end's commit (now or behind the claims), the
 // rewind after a failure, and what the engine observes. New takes the
 // whole runtime; everything after goes through this role, so that the
-// engine's dependence on the runtime is these fifteen methods.
+// engine's dependence on the runtime is these fifteen methods (six of
+// them tasks.EngineRole's).
 type Runtime interface {
-	// Tasks are the member's tasks.
-	Tasks() *tasks.Tasks
-	// Now reads the runtime's clock.
-	Now() time.Time
-	// Track records a partition's position and end, for its lag.
-	Track(tp offsets.TopicPartition, next, end int64)
+	tasks.EngineRole
 	// Timed runs fn and adds its duration to phase.
 	Timed(phase string, d *time.Duration, fn func() error) error
 	// ObservePhase adds took to phase.
 	ObservePhase(phase string, d *time.Duration, took time.Duration)
 	// DiskLow reports a state volume too full to take an epoch.
 	DiskLow() error
-	// WaitForDisk waits until the state volume has room again.
-	WaitForDisk(ctx context.Context) error
-	// StateApplyFailed is the error of a state layer that did not reach
-	// Badger.
-	StateApplyFailed() error
 	// CommitTimed commits an epoch at positions, under the barrier.
 	CommitTimed(ctx context.Context, positions tasks.Positions, s kafka.Session, ph *tasks.Phases) error
 	// CanCommitBehind reports whether an epoch may commit behind the
@@ -46,8 +36,6 @@ type Runtime interface {
 	CommitBehind(ctx context.Context, c *tasks.EpochCut, s kafka.Session, ph *tasks.Phases) error
 	// RewindBehind drops the state of a cut whose commit failed.
 	RewindBehind(cause error)
-	// Rewind drops the uncommitted work after a failure.
-	Rewind(ctx context.Context, cause error) error
 }
 
 var _ Runtime = (*tasks.Runtime)(nil)
