@@ -29,7 +29,7 @@ func (e *Engine) plan(ctx context.Context, srcs map[offsets.TopicPartition]*sour
 		if err != nil {
 			return offsets.Plan{}, err
 		}
-		internal := processor.IsInternalTopic(e.rt.ApplicationID(), topic)
+		internal := processor.IsInternalTopic(e.appID, topic)
 		for _, p := range parts {
 			tp := offsets.TopicPartition{Topic: topic, Partition: p}
 			end := ends[p]
@@ -127,7 +127,7 @@ func (e *Engine) runBatch(ctx context.Context, plan offsets.Plan, srcs map[offse
 	prog.StateStores = e.sizes
 	e.lastStart = start
 	e.next = plan.Batch + 1
-	e.log.Info("weir: batch", "progress", prog)
+	e.rt.Logger().Info("weir: batch", "progress", prog)
 	if e.cfg.OnProgress != nil {
 		e.cfg.OnProgress(prog)
 	}
@@ -198,7 +198,7 @@ func (e *Engine) recover(ctx context.Context, srcs map[offsets.TopicPartition]*s
 		}
 		return 0, false
 	})
-	log := e.log
+	log := e.rt.Logger()
 	switch decision {
 	case replayPlan:
 		log.Info("weir: replaying an uncommitted batch with its planned ranges", "batch", plan.Batch)

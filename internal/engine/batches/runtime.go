@@ -12,12 +12,10 @@ import (
 // tasks and the clock, the partitions' offsets a batch plan reads, the
 // ranges it reads, the commit, and the rewind after a failure. New takes
 // the whole runtime; everything after goes through this role, so that the
-// engine's dependence on the runtime is these fifteen methods (six of
+// engine's dependence on the runtime is these fifteen methods (seven of
 // them tasks.EngineRole's).
 type Runtime interface {
 	tasks.EngineRole
-	// ApplicationID names the application (and its internal topics).
-	ApplicationID() string
 	// Plan is the topic plan the runtime prepared.
 	Plan() *tasks.TopicPlan
 	// EndOffsets are the partitions' ends.

@@ -49,7 +49,7 @@ func (w *epochWriter) add(j epochJob) {
 			// The log trails Kafka's committed offsets, which stay the
 			// truth: an epoch it misses for a full volume is a gap in
 			// what `weir inspect` shows, not a reason to stop.
-			w.e.logger.Warn("weir: epoch log: volume full; epoch not logged", "epoch", j.epoch.Epoch, "err", err)
+			w.e.rt.Logger().Warn("weir: epoch log: volume full; epoch not logged", "epoch", j.epoch.Epoch, "err", err)
 			err = nil
 		}
 		if err != nil {

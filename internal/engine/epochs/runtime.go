@@ -13,7 +13,7 @@ import (
 // and the clock, the epoch end's commit (now or behind the claims), the
 // rewind after a failure, and what the engine observes. New takes the
 // whole runtime; everything after goes through this role, so that the
-// engine's dependence on the runtime is these fifteen methods (six of
+// engine's dependence on the runtime is these fifteen methods (seven of
 // them tasks.EngineRole's).
 type Runtime interface {
 	tasks.EngineRole
@@ -28,8 +28,6 @@ type Runtime interface {
 	// CanCommitBehind reports whether an epoch may commit behind the
 	// claims.
 	CanCommitBehind() bool
-	// HasExternalSinks reports external sinks, which write in the commit.
-	HasExternalSinks() bool
 	// CutBehind cuts an epoch to commit behind the claims.
 	CutBehind(ctx context.Context, positions tasks.Positions, s kafka.Session, ph *tasks.Phases) (*tasks.EpochCut, error)
 	// CommitBehind commits a cut while the claims go on.

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/weirstream/weir/offsets"
@@ -9,7 +10,7 @@ import (
 
 // EngineRole is the part of a Runtime both engines use, each inside a role
 // of its own (epochs.Runtime, batches.Runtime) beside the query server's
-// QueryView: the tasks and the clock, the partitions' lag, the wait for
+// QueryView: the tasks, the clock and the logger, the partitions' lag, the wait for
 // disk room, and the rewind after a failure — of the processing and of
 // the state layers applied behind the commits.
 type EngineRole interface {
@@ -17,6 +18,8 @@ type EngineRole interface {
 	Tasks() *Tasks
 	// Now reads the runtime's clock.
 	Now() time.Time
+	// Logger is the runtime's logger.
+	Logger() *slog.Logger
 	// Track records a partition's position and end, for its lag.
 	Track(tp offsets.TopicPartition, next, end int64)
 	// WaitForDisk waits until the state volume has room again.
