@@ -14,6 +14,47 @@ import (
 // Flush waits for; the records of a SendWait report to an ownDeliveries
 // of their own.
 
+// sendGate orders a producer's sends against its Close: a send holds mu
+// shared from its check until the client has the record, Close takes it
+// exclusively to mark the producer closed, so that no record reaches the
+// client once Close began handing it over.
+type sendGate struct {
+	mu     sync.RWMutex
+	closed bool
+	// closing closes when Close begins: a send waiting for room in the
+	// client gives up.
+	closing chan struct{}
+}
+
+func newSendGate() sendGate { return sendGate{closing: make(chan struct{})} }
+
+// enter checks a Send of r (checkSend) and holds the gate shared; unless
+// it returns an error, the caller calls leave once the client has r.
+func (g *sendGate) enter(ctx context.Context, r Record) error {
+	if err := checkSend(ctx, r); err != nil {
+		return err
+	}
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
+		return errSendClosed()
+	}
+	return nil
+}
+
+// leave releases what enter held.
+func (g *sendGate) leave() { g.mu.RUnlock() }
+
+// shut begins Close: the sends waiting for room give up, and atClose runs
+// holding the gate exclusively, after which no send passes. Call it once.
+func (g *sendGate) shut(atClose func()) {
+	close(g.closing)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+	atClose()
+}
+
 // checkSend is the check of a Send before the producer takes r: it has a
 // topic and ctx is not done.
 func checkSend(ctx context.Context, r Record) error {

@@ -101,11 +101,9 @@ type saramaProducer struct {
 	log *slog.Logger
 	ap  sarama.AsyncProducer
 
-	// mu orders Send against Close: sarama panics on a send to the input
+	// g orders Send against Close: sarama panics on a send to the input
 	// channel once it is shut down.
-	mu      sync.RWMutex
-	closed  bool
-	closing chan struct{}
+	g       sendGate
 	once    sync.Once
 	drained sync.WaitGroup
 
@@ -166,9 +164,9 @@ func newSaramaProducer(cfg Config) (*saramaProducer, error) {
 		return nil, fmt.Errorf("kafka: new producer: %w", err)
 	}
 	p := &saramaProducer{
-		log:     cfg.logger(),
-		ap:      ap,
-		closing: make(chan struct{}),
+		log: cfg.logger(),
+		ap:  ap,
+		g:   newSendGate(),
 	}
 	if cfg.Tuning.Linger == 0 {
 		p.linger = NewAdaptiveLinger(p.tick)
@@ -182,14 +180,10 @@ func newSaramaProducer(cfg Config) (*saramaProducer, error) {
 
 // Send implements [Producer.Send].
 func (p *saramaProducer) Send(ctx context.Context, r Record) error {
-	if err := checkSend(ctx, r); err != nil {
+	if err := p.g.enter(ctx, r); err != nil {
 		return err
 	}
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closed {
-		return errSendClosed()
-	}
+	defer p.g.leave()
 	msg := MessageFromRecord(r)
 	seq := p.t.register()
 	msg.Metadata = seq
@@ -207,12 +201,12 @@ func (p *saramaProducer) Send(ctx context.Context, r Record) error {
 
 // Flush implements [Producer.Flush].
 func (p *saramaProducer) Flush(ctx context.Context) error {
-	p.mu.RLock()
+	p.g.mu.RLock()
 	var err error
-	if !p.closed {
+	if !p.g.closed {
 		err = p.handHeld(ctx)
 	}
-	p.mu.RUnlock()
+	p.g.mu.RUnlock()
 	if err != nil {
 		return fmt.Errorf("kafka: flush: %w", err)
 	}
@@ -226,11 +220,7 @@ func (p *saramaProducer) Acked() *AckedOffsets { return &p.acked }
 func (p *saramaProducer) Close() error {
 	var err error
 	p.once.Do(func() {
-		close(p.closing)
-		p.mu.Lock()
-		p.closed = true
-		p.handHeldAtClose()
-		p.mu.Unlock()
+		p.g.shut(p.handHeldAtClose)
 		p.ap.AsyncClose()
 		p.drained.Wait()
 		err = p.t.closeErr()
@@ -241,7 +231,7 @@ func (p *saramaProducer) Close() error {
 // input hands m to sarama, blocking while its input buffer is full until
 // ctx is done or p is closing.
 func (p *saramaProducer) input(ctx context.Context, m *sarama.ProducerMessage) error {
-	return Input(ctx, p.ap.Input(), m, p.closing, ErrClosed)
+	return Input(ctx, p.ap.Input(), m, p.g.closing, ErrClosed)
 }
 
 // Input hands m to a sarama producer's input, blocking while its buffer is
@@ -253,9 +243,9 @@ func Input(ctx context.Context, in chan<- *sarama.ProducerMessage, m *sarama.Pro
 
 // tick ends a window of the linger: it hands over what is held.
 func (p *saramaProducer) tick() {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closed { // Close handed everything over
+	p.g.mu.RLock()
+	defer p.g.mu.RUnlock()
+	if p.g.closed { // Close handed everything over
 		return
 	}
 	// An error means p is closing: Close hands the rest over.
@@ -263,7 +253,7 @@ func (p *saramaProducer) tick() {
 }
 
 // handHeld hands over what is held (Flush), without waiting for the
-// window to end. The caller holds p.mu (read or write) with p open.
+// window to end. The caller holds p.g.mu (read or write) with p open.
 func (p *saramaProducer) handHeld(ctx context.Context) error {
 	if p.linger == nil {
 		return nil
@@ -273,7 +263,7 @@ func (p *saramaProducer) handHeld(ctx context.Context) error {
 
 // handHeldAtClose hands over what is held, waiting for room in sarama's
 // input however long it takes (sarama drains it until AsyncClose), and
-// stops the window's timer. The caller holds p.mu with p closed: no record
+// stops the window's timer. The caller holds p.g.mu with p closed: no record
 // is given, and no window ends, after it.
 func (p *saramaProducer) handHeldAtClose() {
 	if p.linger == nil {

@@ -66,12 +66,10 @@ type franzProducer struct {
 	log *slog.Logger
 	cl  *kgo.Client
 
-	// mu orders Send against Close: no record is given to kgo once
-	// Close started flushing it.
-	mu      sync.RWMutex
-	closed  bool
-	closing chan struct{}
-	once    sync.Once
+	// g orders Send against Close: no record is given to kgo once Close
+	// started flushing it.
+	g    sendGate
+	once sync.Once
 
 	// slots holds a token per record given to kgo and not yet complete.
 	// Send waits for room here, where it can give up when its ctx is done,
@@ -152,7 +150,7 @@ func newFranzProducer(cfg Config) (*franzProducer, error) {
 	p := &franzProducer{
 		log:         cfg.logger(),
 		cl:          cl,
-		closing:     make(chan struct{}),
+		g:           newSendGate(),
 		slots:       make(chan struct{}, franzMaxInFlight),
 		stopWindows: make(chan struct{}),
 		windowsDone: make(chan struct{}),
@@ -205,14 +203,10 @@ func (p *franzProducer) newOut(r Record) *franzOut {
 
 // Send implements [Producer.Send].
 func (p *franzProducer) Send(ctx context.Context, r Record) error {
-	if err := checkSend(ctx, r); err != nil {
+	if err := p.g.enter(ctx, r); err != nil {
 		return err
 	}
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closed {
-		return errSendClosed()
-	}
+	defer p.g.leave()
 	if err := p.acquire(ctx); err != nil {
 		return sendErr(r.Topic, err)
 	}
@@ -234,9 +228,9 @@ func (p *franzProducer) sendOwn(ctx context.Context, w *ownDeliveries, recs []Re
 			return fmt.Errorf("%w: record without topic", ErrConfig)
 		}
 	}
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closed {
+	p.g.mu.RLock()
+	defer p.g.mu.RUnlock()
+	if p.g.closed {
 		return errSendClosed()
 	}
 	for _, r := range recs {
@@ -251,9 +245,9 @@ func (p *franzProducer) sendOwn(ctx context.Context, w *ownDeliveries, recs []Re
 }
 
 // acquire takes a slot for one record, waiting while every slot is taken
-// until ctx is done or p is closing. The caller holds p.mu (read).
+// until ctx is done or p is closing. The caller holds p.g.mu (read).
 func (p *franzProducer) acquire(ctx context.Context) error {
-	return offer(p.slots, struct{}{}, ctx.Done(), ctx.Err, p.closing, ErrClosed)
+	return offer(p.slots, struct{}{}, ctx.Done(), ctx.Err, p.g.closing, ErrClosed)
 }
 
 // delivered is the promise of every record: kgo calls it once per record,
@@ -307,10 +301,7 @@ const closeFlushTimeout = 5 * time.Second
 func (p *franzProducer) Close() error {
 	var err error
 	p.once.Do(func() {
-		close(p.closing)
-		p.mu.Lock()
-		p.closed = true
-		p.mu.Unlock()
+		p.g.shut(func() {})
 		ctx, cancel := context.WithTimeout(context.Background(), closeFlushTimeout)
 		if p.cl.Flush(ctx) != nil {
 			_ = p.cl.AbortBufferedRecords(context.Background())

@@ -15,9 +15,9 @@ func (p *saramaProducer) SendWait(ctx context.Context, recs ...Record) error {
 // sendOwn hands recs to sarama as w's, after what the linger holds (so that
 // they keep their place in their partitions).
 func (p *saramaProducer) sendOwn(ctx context.Context, w *ownDeliveries, recs []Record) error {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closed {
+	p.g.mu.RLock()
+	defer p.g.mu.RUnlock()
+	if p.g.closed {
 		return errSendClosed()
 	}
 	if err := p.handHeld(ctx); err != nil {
