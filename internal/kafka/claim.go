@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -107,42 +106,22 @@ func SaramaSession(c Claim) (sarama.ConsumerGroupSession, bool) {
 
 // claim implements Claim over a sarama claim and session.
 type claim struct {
-	topic     string
-	partition int32
-	initial   int64
-	sc        sarama.ConsumerGroupClaim
-	sess      sarama.ConsumerGroupSession
-	records   chan Record
-	run       *runState
+	claimBase
+	sc   sarama.ConsumerGroupClaim
+	sess sarama.ConsumerGroupSession
+	run  *runState
 }
 
 var _ Claim = (*claim)(nil)
 
-// Topic implements Claim.
-func (c *claim) Topic() string { return c.topic }
-
-// Partition implements Claim.
-func (c *claim) Partition() int32 { return c.partition }
-
-// InitialOffset implements Claim.
-func (c *claim) InitialOffset() int64 { return c.initial }
-
 // HighWaterMarkOffset implements Claim.
 func (c *claim) HighWaterMarkOffset() int64 { return c.sc.HighWaterMarkOffset() }
-
-// Records implements Claim.
-func (c *claim) Records() <-chan Record { return c.records }
 
 // GenerationID implements Session, reading the live session.
 func (c *claim) GenerationID() int32 { return c.sess.GenerationID() }
 
 // MemberID implements Session, reading the live session.
 func (c *claim) MemberID() string { return c.sess.MemberID() }
-
-// MarkOffset implements Session.
-func (c *claim) MarkOffset(topic string, partition int32, next int64) {
-	c.run.committer.mark(topicPartition{topic, partition}, next)
-}
 
 // Commit implements Session.
 func (c *claim) Commit(ctx context.Context) error {
@@ -151,18 +130,12 @@ func (c *claim) Commit(ctx context.Context) error {
 
 // GroupMetadata implements Session.
 func (c *claim) GroupMetadata() GroupMetadata {
-	return GroupMetadata{
-		GroupID:      c.run.cfg.GroupID,
-		GenerationID: c.sess.GenerationID(),
-		MemberID:     c.sess.MemberID(),
-		InstanceID:   c.run.cfg.InstanceID,
-	}
+	return c.m.groupMetadata(c.sess.MemberID(), c.sess.GenerationID())
 }
 
 // groupHandler adapts a Handler to sarama.ConsumerGroupHandler for one Run.
 type groupHandler struct {
 	run *runState
-	h   Handler
 }
 
 var _ sarama.ConsumerGroupHandler = (*groupHandler)(nil)
@@ -198,20 +171,12 @@ func (gh *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, sc sarama
 
 	ctx, cancel := context.WithCancel(gh.run.hardCtx)
 	defer cancel()
-	c := &claim{
-		topic:     tp.topic,
-		partition: tp.partition,
-		initial:   initial,
-		sc:        sc,
-		sess:      sess,
-		records:   make(chan Record, claimBuffer),
-		run:       gh.run,
-	}
+	c := &claim{claimBase: newClaimBase(gh.run.member, tp, initial), sc: sc, sess: sess, run: gh.run}
 	stop := make(chan struct{})
 	var pump sync.WaitGroup
 	pump.Go(func() { gh.pump(sc, c.records, stop, cancel) })
 
-	err = gh.call(ctx, c)
+	err = gh.run.call(ctx, c)
 	close(stop)
 	pump.Wait()
 	if err != nil {
@@ -219,13 +184,6 @@ func (gh *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, sc sarama
 	}
 	return nil
 }
-
-// claimBuffer is how many records the pump may copy ahead of the handler.
-// sarama's Messages channel is a buffer already (ChannelBufferSize), so
-// this changes no semantics — records a handler never took are read again
-// from the committed offsets by the next claim — but it saves a goroutine
-// hand-off (park and wake) per record: the handler takes records in runs.
-const claimBuffer = 256
 
 // pump copies sarama's messages to records and closes records when
 // Messages closes; then, if the handler has not returned within the
@@ -248,15 +206,8 @@ func (gh *groupHandler) pump(sc sarama.ConsumerGroupClaim, records chan<- Record
 		if !open {
 			break
 		}
-		r := recordFromMessage(msg)
-		select {
-		case records <- r:
-		default:
-			select {
-			case records <- r:
-			case <-stop:
-				return
-			}
+		if !deliver(records, recordFromMessage(msg), stop) {
+			return
 		}
 	}
 	close(records)
@@ -267,17 +218,6 @@ func (gh *groupHandler) pump(sc sarama.ConsumerGroupClaim, records chan<- Record
 	case <-t.C:
 		cancel()
 	}
-}
-
-// call runs the handler, turning a panic into an error so that Run still
-// joins every goroutine and reports what happened.
-func (gh *groupHandler) call(ctx context.Context, c *claim) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("kafka: handler panic: %v\n%s", r, debug.Stack())
-		}
-	}()
-	return gh.h.Claim(ctx, c)
 }
 
 // initialOffset resolves sarama's initial offset, which is the

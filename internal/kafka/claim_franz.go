@@ -3,7 +3,8 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,14 +17,11 @@ import (
 // over by the poller (push) to a queue, which the claim's feeder empties
 // into Records.
 type franzClaim struct {
-	run       *franzRun
-	topic     string
-	partition int32
-	initial   int64
-	hwm       atomic.Int64
-	records   chan Record
-	ctx       context.Context
-	cancel    context.CancelFunc
+	claimBase
+	run    *franzRun
+	hwm    atomic.Int64
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu      sync.Mutex
 	queue   [][]*kgo.Record
@@ -38,25 +36,8 @@ type franzClaim struct {
 
 var _ Claim = (*franzClaim)(nil)
 
-// Topic implements Claim.
-func (c *franzClaim) Topic() string { return c.topic }
-
-// Partition implements Claim.
-func (c *franzClaim) Partition() int32 { return c.partition }
-
-// InitialOffset implements Claim.
-func (c *franzClaim) InitialOffset() int64 { return c.initial }
-
 // HighWaterMarkOffset implements Claim.
 func (c *franzClaim) HighWaterMarkOffset() int64 { return c.hwm.Load() }
-
-// Records implements Claim.
-func (c *franzClaim) Records() <-chan Record { return c.records }
-
-// MarkOffset implements Session.
-func (c *franzClaim) MarkOffset(topic string, partition int32, next int64) {
-	c.run.committer.mark(topicPartition{topic, partition}, next)
-}
 
 // Commit implements Session.
 func (c *franzClaim) Commit(ctx context.Context) error {
@@ -77,8 +58,7 @@ func (c *franzClaim) MemberID() string {
 
 // GroupMetadata implements Session.
 func (c *franzClaim) GroupMetadata() GroupMetadata {
-	id, gen := c.run.cl.GroupMetadata()
-	return GroupMetadata{GroupID: c.run.cfg.GroupID, GenerationID: gen, MemberID: id, InstanceID: c.run.cfg.InstanceID}
+	return c.m.groupMetadata(c.run.cl.GroupMetadata())
 }
 
 // push queues a fetch's records of the partition (called by the poller,
@@ -142,17 +122,8 @@ func (c *franzClaim) feed() {
 		c.queue = c.queue[1:]
 		c.mu.Unlock()
 		for _, kr := range batch {
-			r := recordFromKgo(kr)
-			// The single-channel send first: a select over two channels
-			// locks both, for every record, while records flow.
-			select {
-			case c.records <- r:
-			default:
-				select {
-				case c.records <- r:
-				case <-c.halt:
-					return
-				}
+			if !deliver(c.records, recordFromKgo(kr), c.halt) {
+				return
 			}
 		}
 	}
@@ -194,7 +165,8 @@ func headers(hs []kgo.RecordHeader) []Header {
 
 var _ = Header(kgo.RecordHeader{}) // same underlying struct: see headers
 
-// recordFromKgo converts a consumed kgo record, sharing its bytes.
+// recordFromKgo converts a record kgo fetched (for a claim) or decoded
+// (for ReadRange), sharing its bytes and headers.
 func recordFromKgo(r *kgo.Record) Record {
 	return Record{
 		Topic:     r.Topic,
@@ -257,26 +229,24 @@ func (fr *franzRun) release(parts map[string][]int32) {
 		}
 	}
 	fr.mu.Unlock()
-	for _, c := range ended {
-		c.stop()
-	}
-	for _, c := range ended {
-		<-c.done
-	}
+	stopClaims(ended)
 }
 
 // stopAll stops every claim and waits for them.
 func (fr *franzRun) stopAll() {
 	fr.mu.Lock()
-	all := make([]*franzClaim, 0, len(fr.claims))
-	for _, c := range fr.claims {
-		all = append(all, c)
-	}
+	all := slices.Collect(maps.Values(fr.claims))
 	fr.mu.Unlock()
-	for _, c := range all {
+	stopClaims(all)
+}
+
+// stopClaims stops the claims, all at once, and waits until their
+// handlers returned.
+func stopClaims(claims []*franzClaim) {
+	for _, c := range claims {
 		c.stop()
 	}
-	for _, c := range all {
+	for _, c := range claims {
 		<-c.done
 	}
 }
@@ -357,9 +327,8 @@ func (fr *franzRun) startMissing() {
 func (fr *franzRun) startClaim(tp topicPartition, initial, hwm int64) {
 	ctx, cancel := context.WithCancel(fr.hardCtx)
 	c := &franzClaim{
-		run: fr, topic: tp.topic, partition: tp.partition, initial: initial,
-		records: make(chan Record, claimBuffer),
-		ctx:     ctx, cancel: cancel,
+		claimBase: newClaimBase(fr.member, tp, initial), run: fr,
+		ctx: ctx, cancel: cancel,
 		wake: make(chan struct{}, 1), halt: make(chan struct{}), done: make(chan struct{}),
 	}
 	c.hwm.Store(hwm)
@@ -392,16 +361,6 @@ func (fr *franzRun) startClaim(tp topicPartition, initial, hwm int64) {
 			fr.endSession()
 		}
 	})
-}
-
-// call runs the handler, turning a panic into an error.
-func (fr *franzRun) call(ctx context.Context, c *franzClaim) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("kafka: handler panic: %v\n%s", r, debug.Stack())
-		}
-	}()
-	return fr.h.Claim(ctx, c)
 }
 
 // endSession ends the member's session after a claim returned before its

@@ -2,13 +2,11 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // committer holds a member's marked offsets and commits them synchronously.
@@ -159,9 +157,7 @@ const generationWait = 2 * time.Second
 type commitTry func(ctx context.Context, offsets map[topicPartition]int64) (retry bool, err error)
 
 // illegalGeneration reports ILLEGAL_GENERATION, of either client.
-func illegalGeneration(err error) bool {
-	return errors.Is(err, sarama.ErrIllegalGeneration) || errors.Is(err, kerr.IllegalGeneration)
-}
+func illegalGeneration(err error) bool { return hasCode(err, codeIllegalGeneration) }
 
 // saramaTry is the commitTry of a sarama session.
 func (c *committer) saramaTry(sess sarama.ConsumerGroupSession) commitTry {
@@ -193,38 +189,50 @@ func (c *committer) trySarama(sess sarama.ConsumerGroupSession, offsets map[topi
 		_ = c.client.RefreshCoordinator(c.groupID)
 		return true, fmt.Errorf("kafka: commit: %w", err)
 	}
-	var retry bool
-	var first error
+	answers := make(map[topicPartition]error, len(offsets))
+	for t, ps := range resp.Errors {
+		for p, kerr := range ps {
+			answers[topicPartition{t, p}] = nil
+			if kerr != sarama.ErrNoError {
+				answers[topicPartition{t, p}] = kerr
+			}
+		}
+	}
+	moved := func() bool { return sess.GenerationID() != generation || sess.MemberID() != memberID }
+	refresh := func() { _ = c.client.RefreshCoordinator(c.groupID) }
+	return c.settle(offsets, answers, sarama.ErrIncompleteResponse, moved, refresh)
+}
+
+// settle applies a coordinator's answers to one OffsetCommit of offsets,
+// whichever client sent it: answers holds each partition's error (nil
+// when accepted), and a partition it lacks was left out of the response
+// (missing is then its cause); moved reports whether the member's session moved on
+// since the request; coordinatorMoved, if not nil, looks the coordinator
+// up again. A partition accepted is marked committed; settle reports
+// whether a retry may succeed, and the first error (a *PartitionError), as
+// a commitTry does. Each answer is classified by commitVerdictOf.
+func (c *committer) settle(offsets map[topicPartition]int64, answers map[topicPartition]error,
+	missing error, moved func() bool, coordinatorMoved func()) (retry bool, first error) {
 	for tp, off := range offsets {
-		kerr, ok := resp.Errors[tp.topic][tp.partition]
-		switch {
-		case !ok:
-			retry, first = true, cmpErr(first, &PartitionError{tp.topic, tp.partition, sarama.ErrIncompleteResponse})
-		case errors.Is(kerr, sarama.ErrNoError):
+		err, ok := answers[tp]
+		if !ok {
+			retry, first = true, cmpErr(first, &PartitionError{tp.topic, tp.partition, missing})
+			continue
+		}
+		switch commitVerdictOf(err) {
+		case commitAccepted:
 			c.committed(tp, off)
-		case errors.Is(kerr, sarama.ErrNotCoordinatorForConsumer), errors.Is(kerr, sarama.ErrConsumerCoordinatorNotAvailable):
-			_ = c.client.RefreshCoordinator(c.groupID)
-			retry, first = true, cmpErr(first, &PartitionError{tp.topic, tp.partition, kerr})
-		case errors.Is(kerr, sarama.ErrRebalanceInProgress), errors.Is(kerr, sarama.ErrOffsetsLoadInProgress),
-			errors.Is(kerr, sarama.ErrRequestTimedOut):
-			retry, first = true, cmpErr(first, &PartitionError{tp.topic, tp.partition, kerr})
-		case errors.Is(kerr, sarama.ErrIllegalGeneration):
-			// The coordinator is a generation ahead of the session: the
-			// member is rejoining while it keeps its claims (the
-			// cooperative protocol), and the coordinator moved on at the
-			// JoinGroup, before the session does at the SyncGroup. A retry
-			// carries the session's generation once it moved, for
-			// generationWait at most. (Giving up at once left a batch's
-			// offsets uncommitted when its partitions went to another
-			// member at that rebalance: processed twice.)
-			retry, first = true, cmpErr(first, &PartitionError{tp.topic, tp.partition, kerr})
-		case errors.Is(kerr, sarama.ErrUnknownMemberId):
-			// Retry only if the session has moved on since the request;
-			// otherwise this member is out of the group.
-			moved := sess.GenerationID() != generation || sess.MemberID() != memberID
-			retry, first = retry || moved, cmpErr(first, &PartitionError{tp.topic, tp.partition, kerr})
+		case commitRetryCoordinator:
+			if coordinatorMoved != nil {
+				coordinatorMoved()
+			}
+			retry, first = true, cmpErr(first, &PartitionError{tp.topic, tp.partition, err})
+		case commitRetry:
+			retry, first = true, cmpErr(first, &PartitionError{tp.topic, tp.partition, err})
+		case commitRetryIfMoved:
+			retry, first = retry || moved(), cmpErr(first, &PartitionError{tp.topic, tp.partition, err})
 		default:
-			return false, &PartitionError{tp.topic, tp.partition, kerr}
+			return false, &PartitionError{tp.topic, tp.partition, err}
 		}
 	}
 	return retry, first
@@ -237,8 +245,7 @@ func (c *committer) trySarama(sess sarama.ConsumerGroupSession, offsets map[topi
 // ILLEGAL_GENERATION is not one: a member that rejoined answers it for a
 // commit made through an ended session's generation.
 func MemberGone(err error) bool {
-	return errors.Is(err, sarama.ErrUnknownMemberId) || errors.Is(err, sarama.ErrFencedInstancedId) ||
-		errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.FencedInstanceID)
+	return hasCode(err, codeUnknownMemberID, codeFencedInstanceID)
 }
 
 // GroupMoved reports an error that says the member's generation is over:
@@ -246,8 +253,7 @@ func MemberGone(err error) bool {
 // REBALANCE_IN_PROGRESS), or the member is gone (MemberGone). Rejoining
 // cures it, and at once is best: the rebalance waits for the member.
 func GroupMoved(err error) bool {
-	return MemberGone(err) || illegalGeneration(err) ||
-		errors.Is(err, sarama.ErrRebalanceInProgress) || errors.Is(err, kerr.RebalanceInProgress)
+	return MemberGone(err) || hasCode(err, codeIllegalGeneration, codeRebalanceInProgress)
 }
 
 // cmpErr keeps the first non-nil error.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"maps"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,60 +26,34 @@ func (fr *franzRun) tryCommit(ctx context.Context, offsets map[topicPartition]in
 	if fr.cfg.InstanceID != "" {
 		req.InstanceID = kmsg.StringPtr(fr.cfg.InstanceID)
 	}
-	idx := make(map[string]int)
-	for tp, off := range offsets {
-		i, ok := idx[tp.topic]
-		if !ok {
-			i = len(req.Topics)
-			idx[tp.topic] = i
-			rt := kmsg.NewOffsetCommitRequestTopic()
-			rt.Topic = tp.topic
-			req.Topics = append(req.Topics, rt)
+	for t, ps := range partitionsByTopic(maps.Keys(offsets)) {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = t
+		for _, p := range ps {
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition = p
+			rp.Offset = offsets[topicPartition{t, p}]
+			rp.LeaderEpoch = -1
+			rt.Partitions = append(rt.Partitions, rp)
 		}
-		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Partition = tp.partition
-		rp.Offset = off
-		rp.LeaderEpoch = -1
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		req.Topics = append(req.Topics, rt)
 	}
 	resp, err := req.RequestWith(ctx, fr.cl)
 	if err != nil {
 		return true, fmt.Errorf("kafka: commit: %w", err)
 	}
-	got := make(map[topicPartition]int16, len(offsets))
+	answers := make(map[topicPartition]error, len(offsets))
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
-			got[topicPartition{t.Topic, p.Partition}] = p.ErrorCode
+			answers[topicPartition{t.Topic, p.Partition}] = kerr.ErrorForCode(p.ErrorCode)
 		}
 	}
-	var retry bool
-	var first error
-	for tp, off := range offsets {
-		code, ok := got[tp]
-		kerrv := kerr.ErrorForCode(code)
-		switch {
-		case !ok:
-			retry, first = true, cmpErr(first, &PartitionError{tp.topic, tp.partition, errIncompleteCommit})
-		case kerrv == nil:
-			fr.committer.committed(tp, off)
-		case errors.Is(kerrv, kerr.NotCoordinator), errors.Is(kerrv, kerr.CoordinatorNotAvailable),
-			errors.Is(kerrv, kerr.RebalanceInProgress), errors.Is(kerrv, kerr.CoordinatorLoadInProgress),
-			errors.Is(kerrv, kerr.RequestTimedOut):
-			retry, first = true, cmpErr(first, &PartitionError{tp.topic, tp.partition, kerrv})
-		case errors.Is(kerrv, kerr.IllegalGeneration):
-			// The coordinator is a generation ahead: the member is
-			// rejoining while it keeps its claims; retried for
-			// generationWait (see committer.trySarama).
-			retry, first = true, cmpErr(first, &PartitionError{tp.topic, tp.partition, kerrv})
-		case errors.Is(kerrv, kerr.UnknownMemberID):
-			id, gen := fr.cl.GroupMetadata()
-			moved := gen != generation || id != memberID
-			retry, first = retry || moved, cmpErr(first, &PartitionError{tp.topic, tp.partition, kerrv})
-		default:
-			return false, &PartitionError{tp.topic, tp.partition, kerrv}
-		}
+	moved := func() bool {
+		id, gen := fr.cl.GroupMetadata()
+		return gen != generation || id != memberID
 	}
-	return retry, first
+	// kgo finds a moved coordinator by itself: no lookup to start here.
+	return fr.committer.settle(offsets, answers, errIncompleteCommit, moved, nil)
 }
 
 // errIncompleteCommit is the cause of a partition a commit response left
@@ -121,11 +98,7 @@ func (fr *franzRun) committedOffsets(ctx context.Context, tps []topicPartition) 
 	req.RequireStable = true
 	g := kmsg.NewOffsetFetchRequestGroup()
 	g.Group = fr.cfg.GroupID
-	byTopic := make(map[string][]int32)
-	for _, tp := range tps {
-		byTopic[tp.topic] = append(byTopic[tp.topic], tp.partition)
-	}
-	for t, ps := range byTopic {
+	for t, ps := range partitionsByTopic(slices.Values(tps)) {
 		rt := kmsg.NewOffsetFetchRequestGroupTopic()
 		rt.Topic = t
 		rt.Partitions = ps
@@ -167,21 +140,17 @@ func (fr *franzRun) listOffsets(ctx context.Context, tps []topicPartition, times
 	}
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
-	idx := make(map[string]int)
-	for _, tp := range tps {
-		i, ok := idx[tp.topic]
-		if !ok {
-			i = len(req.Topics)
-			idx[tp.topic] = i
-			rt := kmsg.NewListOffsetsRequestTopic()
-			rt.Topic = tp.topic
-			req.Topics = append(req.Topics, rt)
+	for t, ps := range partitionsByTopic(slices.Values(tps)) {
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = t
+		for _, p := range ps {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition = p
+			rp.Timestamp = timestamp
+			rp.CurrentLeaderEpoch = -1
+			rt.Partitions = append(rt.Partitions, rp)
 		}
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition = tp.partition
-		rp.Timestamp = timestamp
-		rp.CurrentLeaderEpoch = -1
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		req.Topics = append(req.Topics, rt)
 	}
 	resp, err := req.RequestWith(ctx, fr.cl)
 	if err != nil {
@@ -201,4 +170,13 @@ func (fr *franzRun) listOffsets(ctx context.Context, tps []topicPartition, times
 		}
 	}
 	return out, nil
+}
+
+// partitionsByTopic groups partitions by topic, as a request names them.
+func partitionsByTopic(tps iter.Seq[topicPartition]) map[string][]int32 {
+	out := make(map[string][]int32)
+	for tp := range tps {
+		out[tp.topic] = append(out[tp.topic], tp.partition)
+	}
+	return out
 }

@@ -41,3 +41,7 @@ var ErrInvalidPartition = errors.New("kafka: invalid partition")
 // partition asked (franz-go's ReadRange): retried, as sarama's
 // ErrIncompleteResponse is.
 var errIncompleteFetch = errors.New("kafka: incomplete fetch response")
+
+// errHalted is deliver's cause for a record not handed to a claim that is
+// ending; it never leaves the package.
+var errHalted = errors.New("kafka: claim halted")

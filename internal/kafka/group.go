@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -251,13 +250,8 @@ func (g *Group) Run(ctx context.Context, h Handler) error {
 	consumeCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	rs := &runState{
-		cfg:       g.cfg,
-		log:       g.cfg.logger(),
-		client:    client,
-		committer: newCommitter(client, g.cfg.GroupID, g.cfg.InstanceID),
-		hardCtx:   context.WithoutCancel(ctx),
-		stop:      stop,
-		errs:      newErrorQueue(g.cfg.OnError, g.cfg.logger()),
+		member: newMember(ctx, g.cfg, h, newCommitter(client, g.cfg.GroupID, g.cfg.InstanceID), stop),
+		client: client,
 	}
 	var dispatcher, pump sync.WaitGroup
 	dispatcher.Go(rs.errs.run)
@@ -289,7 +283,7 @@ func (g *Group) Run(ctx context.Context, h Handler) error {
 		case <-consumed:
 		}
 	})
-	rs.consume(consumeCtx, cg, &groupHandler{run: rs, h: h})
+	rs.consume(consumeCtx, cg, &groupHandler{run: rs})
 	close(consumed)
 	watcher.Wait()
 
@@ -357,70 +351,20 @@ func (rs *runState) consumeOnce(ctx context.Context, cg sarama.ConsumerGroup, gh
 	return cg.Consume(sessCtx, rs.cfg.Topics, gh)
 }
 
-// fatalGroupError reports errors that a new join cannot cure.
-func fatalGroupError(err error) bool {
-	var ce sarama.ConfigurationError
-	if errors.As(err, &ce) {
-		return true
-	}
-	for _, k := range []sarama.KError{
-		sarama.ErrInvalidSessionTimeout, sarama.ErrFencedInstancedId, sarama.ErrGroupAuthorizationFailed,
-		sarama.ErrTopicAuthorizationFailed, sarama.ErrInconsistentGroupProtocol, sarama.ErrInvalidGroupId,
-		sarama.ErrGroupMaxSizeReached, sarama.ErrSASLAuthenticationFailed, sarama.ErrUnsupportedVersion,
-	} {
-		if errors.Is(err, k) {
-			return true
-		}
-	}
-	return false
-}
-
-// checkTopics verifies that every topic exists and that co-partitioned
-// topics have the same partition count.
+// checkTopics is awaitTopics on sarama: every topic exists and
+// co-partitioned topics have the same partition count.
 //
-// It asks one broker directly: the client's RefreshMetadata retries an
-// unknown topic Metadata.Retry.Max times before it fails. A broker that
-// does not answer (down, restarting) is closed and the next one asked, for
-// retryBudget at most: a member starting while a broker of the cluster is
-// down must not fail. A
-// topic a broker does not know is asked of the next broker, for
-// unknownTopicWait: a topic created a moment ago (by Prepare, this
-// member's or another's) reaches each broker's metadata at that broker's
-// own pace, and a member of a three-broker cluster that trusted the first
-// answer would exit at start.
+// It asks one broker directly (topicCounts): the client's RefreshMetadata
+// retries an unknown topic Metadata.Retry.Max times before it fails. A
+// broker that does not answer (down, restarting), or does not know a
+// topic yet, is followed by the next one at the next attempt: a member of
+// a three-broker cluster that trusted the first answer would exit at
+// start.
 func checkTopics(ctx context.Context, client sarama.Client, topics []string, sets [][]string) error {
-	start := time.Now()
-	for attempt := 0; ; attempt++ {
-		counts, err := topicCounts(client, attempt, topics)
-		var missing string
-		if err == nil {
-			for _, t := range topics {
-				if counts[t] == 0 {
-					missing = t
-					break
-				}
-			}
-			if missing == "" {
-				return checkCoPartitioned(counts, sets)
-			}
-			if time.Since(start) > unknownTopicWait {
-				return fmt.Errorf("%w: %q", ErrUnknownTopic, missing)
-			}
-		} else if time.Since(start) > retryBudget {
-			return fmt.Errorf("kafka: metadata of %v: %d attempts in %v: %w", topics, attempt+1, retryBudget, err)
-		}
-		if perr := Pause(ctx, Backoff(attempt)); perr != nil {
-			if err == nil {
-				err = fmt.Errorf("%w: %q", ErrUnknownTopic, missing)
-			}
-			return fmt.Errorf("kafka: metadata of %v: %w (after %w)", topics, perr, err)
-		}
-	}
+	return awaitTopics(ctx, topics, sets, func(attempt int) (map[string]int, error) {
+		return topicCounts(client, attempt, topics)
+	})
 }
-
-// unknownTopicWait bounds checkTopics' wait for a topic that the brokers
-// asked do not know.
-const unknownTopicWait = 10 * time.Second
 
 // topicCounts asks one broker for the partition counts of topics: the
 // least loaded on the first attempt, then each in turn. A topic it does
@@ -453,57 +397,12 @@ func topicCounts(client sarama.Client, attempt int, topics []string) (map[string
 	return counts, nil
 }
 
-// checkCoPartitioned verifies that the topics of each set have the same
-// partition count.
-func checkCoPartitioned(counts map[string]int, sets [][]string) error {
-	for _, set := range sets {
-		for _, t := range set[min(1, len(set)):] {
-			if counts[t] != counts[set[0]] {
-				return fmt.Errorf("%w: co-partitioned topics %q (%d partitions) and %q (%d partitions)",
-					ErrPartitionMismatch, set[0], counts[set[0]], t, counts[t])
-			}
-		}
-	}
-	return nil
-}
-
-// runState is what one Run shares with its handler and claims.
+// runState is one Run of a Group on sarama.
 type runState struct {
-	cfg       GroupConfig
-	log       *slog.Logger
-	client    sarama.Client
-	committer *committer
-	hardCtx   context.Context // parent of claim contexts; not cancelled by Run's ctx
-	stop      context.CancelCauseFunc
-	errs      *errorQueue
+	*member
+	client sarama.Client
 	// sessions counts the sessions set up and not yet cleaned up.
 	sessions atomic.Int32
-
-	mu       sync.Mutex
-	firstErr error
-}
-
-// report hands err to OnError.
-func (rs *runState) report(err error) { rs.errs.push(err) }
-
-// fail records the error Run returns and stops the group.
-func (rs *runState) fail(err error) {
-	rs.mu.Lock()
-	first := rs.firstErr == nil
-	if first {
-		rs.firstErr = err
-	}
-	rs.mu.Unlock()
-	if !first {
-		rs.report(err) // Run returns only one; the others are not lost
-	}
-	rs.stop(err)
-}
-
-func (rs *runState) result() error {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	return rs.firstErr
 }
 
 // splitClient is the sarama.Client a consumer group runs on: fetches and

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,15 +30,9 @@ import (
 // never reaches the next claim of the partition. The callbacks themselves
 // (onAssigned, onRevoked, onLost) run with the poller blocked.
 type franzRun struct {
-	cfg       GroupConfig
-	log       *slog.Logger
-	h         Handler
-	cl        *kgo.Client
-	committer *committer
-	hardCtx   context.Context // parent of claim contexts; not cancelled by Run's ctx
-	stop      context.CancelCauseFunc
-	errs      *errorQueue
-	done      <-chan struct{} // Run is stopping
+	*member
+	cl   *kgo.Client
+	done <-chan struct{} // Run is stopping
 
 	// pollCancel cancels the poll in progress (see restart).
 	pollCancel atomic.Pointer[context.CancelFunc]
@@ -58,7 +51,6 @@ type franzRun struct {
 	restarting  bool
 	lastRestart time.Time
 	quick       int
-	firstErr    error
 }
 
 // runFranz is Run on franz-go.
@@ -66,16 +58,10 @@ func (g *Group) runFranz(ctx context.Context, h Handler) error {
 	consumeCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	fr := &franzRun{
-		cfg:       g.cfg,
-		log:       g.cfg.logger(),
-		h:         h,
-		committer: newCommitter(nil, g.cfg.GroupID, g.cfg.InstanceID),
-		hardCtx:   context.WithoutCancel(ctx),
-		stop:      stop,
-		errs:      newErrorQueue(g.cfg.OnError, g.cfg.logger()),
-		done:      consumeCtx.Done(),
-		assigned:  make(map[topicPartition]bool),
-		claims:    make(map[topicPartition]*franzClaim),
+		member:   newMember(ctx, g.cfg, h, newCommitter(nil, g.cfg.GroupID, g.cfg.InstanceID), stop),
+		done:     consumeCtx.Done(),
+		assigned: make(map[topicPartition]bool),
+		claims:   make(map[topicPartition]*franzClaim),
 	}
 	opts, err := FranzOpts(g.cfg.Config)
 	if err != nil {
@@ -249,7 +235,7 @@ func (fr *franzRun) dispatch(fetches kgo.Fetches) {
 		case topic == "":
 			// Group management errors come as a fetch error of no topic.
 			werr := wrapFranzGroupError(fr.cfg.GroupID, err)
-			if fatalFranzGroupError(err) {
+			if fatalGroupError(err) {
 				fr.fail(werr)
 				return
 			}
@@ -280,29 +266,6 @@ func (fr *franzRun) dispatch(fetches kgo.Fetches) {
 	})
 }
 
-// report hands err to OnError.
-func (fr *franzRun) report(err error) { fr.errs.push(err) }
-
-// fail records the error Run returns and stops the group.
-func (fr *franzRun) fail(err error) {
-	fr.mu.Lock()
-	first := fr.firstErr == nil
-	if first {
-		fr.firstErr = err
-	}
-	fr.mu.Unlock()
-	if !first {
-		fr.report(err)
-	}
-	fr.stop(err)
-}
-
-func (fr *franzRun) result() error {
-	fr.mu.Lock()
-	defer fr.mu.Unlock()
-	return fr.firstErr
-}
-
 // stopping reports whether Run is stopping.
 func (fr *franzRun) stopping() bool {
 	select {
@@ -325,52 +288,11 @@ func wrapFranzGroupError(groupID string, err error) error {
 	return fmt.Errorf("kafka: group %q: %w", groupID, err)
 }
 
-// fatalFranzGroupError reports group errors that a new join cannot cure.
-func fatalFranzGroupError(err error) bool {
-	for _, k := range []*kerr.Error{
-		kerr.InvalidSessionTimeout, kerr.FencedInstanceID, kerr.GroupAuthorizationFailed,
-		kerr.TopicAuthorizationFailed, kerr.InconsistentGroupProtocol, kerr.InvalidGroupID,
-		kerr.GroupMaxSizeReached, kerr.SaslAuthenticationFailed, kerr.UnsupportedVersion,
-	} {
-		if errors.Is(err, k) {
-			return true
-		}
-	}
-	return false
-}
-
-// checkTopicsFranz is checkTopics on a kgo client: every topic exists and
-// co-partitioned topics have the same partition count. A topic created a
-// moment ago is waited for (unknownTopicWait), a cluster that does not
-// answer for retryBudget.
+// checkTopicsFranz is checkTopics on a kgo client (see awaitTopics).
 func checkTopicsFranz(ctx context.Context, cl *kgo.Client, topics []string, sets [][]string) error {
-	start := time.Now()
-	for attempt := 0; ; attempt++ {
-		counts, err := franzTopicCounts(ctx, cl, topics)
-		var missing string
-		if err == nil {
-			for _, t := range topics {
-				if counts[t] == 0 {
-					missing = t
-					break
-				}
-			}
-			if missing == "" {
-				return checkCoPartitioned(counts, sets)
-			}
-			if time.Since(start) > unknownTopicWait {
-				return fmt.Errorf("%w: %q", ErrUnknownTopic, missing)
-			}
-		} else if time.Since(start) > retryBudget {
-			return fmt.Errorf("kafka: metadata of %v: %d attempts in %v: %w", topics, attempt+1, retryBudget, err)
-		}
-		if perr := Pause(ctx, Backoff(attempt)); perr != nil {
-			if err == nil {
-				err = fmt.Errorf("%w: %q", ErrUnknownTopic, missing)
-			}
-			return fmt.Errorf("kafka: metadata of %v: %w (after %w)", topics, perr, err)
-		}
-	}
+	return awaitTopics(ctx, topics, sets, func(int) (map[string]int, error) {
+		return franzTopicCounts(ctx, cl, topics)
+	})
 }
 
 // franzTopicCounts asks the cluster for the partition counts of topics; a

@@ -7,16 +7,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/eapache/go-resiliency/breaker"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Classifiers of delivery errors (a *PartitionError's cause), so that the
 // runtime can tell what an output failure means without seeing a client:
-// each knows sarama's errors and franz-go's (kerr's broker errors, kgo's
-// own), bare or wrapped.
+// each knows sarama's errors and franz-go's (Kafka's error codes through
+// hasCode, kgo's own errors), bare or wrapped.
 
 // BreakerOpen reports that the producer gave up on a record without a
 // cause from the cluster: sarama's "circuit breaker is open" (after three
@@ -36,33 +34,21 @@ func BreakerOpen(err error) bool {
 // UNKNOWN_TOPIC_ID): the topic does not exist, or the broker asked does
 // not know it yet.
 func UnknownTopicOrPartition(err error) bool {
-	return errors.Is(err, sarama.ErrUnknownTopicOrPartition) || errors.Is(err, ErrUnknownTopic) ||
-		errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID)
+	return errors.Is(err, ErrUnknownTopic) || hasCode(err, codeUnknownTopicOrPartition, codeUnknownTopicID)
 }
 
 // AuthorizationFailed reports Kafka's authorization errors: an ACL denies
 // the operation, which no retry changes.
 func AuthorizationFailed(err error) bool {
-	return errors.Is(err, sarama.ErrTopicAuthorizationFailed) ||
-		errors.Is(err, sarama.ErrClusterAuthorizationFailed) ||
-		errors.Is(err, sarama.ErrTransactionalIDAuthorizationFailed) ||
-		errors.Is(err, sarama.ErrGroupAuthorizationFailed) ||
-		errors.Is(err, kerr.TopicAuthorizationFailed) ||
-		errors.Is(err, kerr.ClusterAuthorizationFailed) ||
-		errors.Is(err, kerr.TransactionalIDAuthorizationFailed) ||
-		errors.Is(err, kerr.GroupAuthorizationFailed)
+	return hasCode(err, codeTopicAuthorizationFailed, codeClusterAuthorizationFailed,
+		codeTransactionalIDAuthorizationFailed, codeGroupAuthorizationFailed)
 }
 
 // RecordRejected reports a record the broker refuses whatever the retries:
 // larger than the topic's max.message.bytes, or invalid.
 func RecordRejected(err error) bool {
-	return errors.Is(err, sarama.ErrMessageSizeTooLarge) ||
-		errors.Is(err, sarama.ErrMessageSetSizeTooLarge) ||
-		errors.Is(err, sarama.ErrInvalidRecord) ||
-		errors.Is(err, ErrRecordTooLarge) ||
-		errors.Is(err, kerr.MessageTooLarge) ||
-		errors.Is(err, kerr.RecordListTooLarge) ||
-		errors.Is(err, kerr.InvalidRecord)
+	return errors.Is(err, ErrRecordTooLarge) ||
+		hasCode(err, codeMessageTooLarge, codeRecordListTooLarge, codeInvalidRecord)
 }
 
 // UnknownTopicBound is how long [Admin.TopicMissing] asks the cluster

@@ -2,11 +2,9 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -103,11 +101,9 @@ type saramaProducer struct {
 	log *slog.Logger
 	ap  sarama.AsyncProducer
 
-	// mu orders Send against Close: sarama panics on a send to the input
+	// g orders Send against Close: sarama panics on a send to the input
 	// channel once it is shut down.
-	mu      sync.RWMutex
-	closed  bool
-	closing chan struct{}
+	g       sendGate
 	once    sync.Once
 	drained sync.WaitGroup
 
@@ -168,9 +164,9 @@ func newSaramaProducer(cfg Config) (*saramaProducer, error) {
 		return nil, fmt.Errorf("kafka: new producer: %w", err)
 	}
 	p := &saramaProducer{
-		log:     cfg.logger(),
-		ap:      ap,
-		closing: make(chan struct{}),
+		log: cfg.logger(),
+		ap:  ap,
+		g:   newSendGate(),
 	}
 	if cfg.Tuning.Linger == 0 {
 		p.linger = NewAdaptiveLinger(p.tick)
@@ -184,17 +180,10 @@ func newSaramaProducer(cfg Config) (*saramaProducer, error) {
 
 // Send implements [Producer.Send].
 func (p *saramaProducer) Send(ctx context.Context, r Record) error {
-	if r.Topic == "" {
-		return fmt.Errorf("%w: record without topic", ErrConfig)
+	if err := p.g.enter(ctx, r); err != nil {
+		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("kafka: send to %q: %w", r.Topic, err)
-	}
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closed {
-		return fmt.Errorf("kafka: send: %w", ErrClosed)
-	}
+	defer p.g.leave()
 	msg := MessageFromRecord(r)
 	seq := p.t.register()
 	msg.Metadata = seq
@@ -205,32 +194,23 @@ func (p *saramaProducer) Send(ctx context.Context, r Record) error {
 	}
 	if err := p.input(ctx, msg); err != nil {
 		p.t.complete(seq, nil)
-		if errors.Is(err, ErrClosed) {
-			return fmt.Errorf("kafka: send: %w", err)
-		}
-		return fmt.Errorf("kafka: send to %q: %w", r.Topic, err)
+		return sendErr(r.Topic, err)
 	}
 	return nil
 }
 
 // Flush implements [Producer.Flush].
 func (p *saramaProducer) Flush(ctx context.Context) error {
-	p.mu.RLock()
+	p.g.mu.RLock()
 	var err error
-	if !p.closed {
+	if !p.g.closed {
 		err = p.handHeld(ctx)
 	}
-	p.mu.RUnlock()
+	p.g.mu.RUnlock()
 	if err != nil {
 		return fmt.Errorf("kafka: flush: %w", err)
 	}
-	done := p.t.waitFor()
-	select {
-	case <-done:
-		return p.t.takeErr()
-	case <-ctx.Done():
-		return fmt.Errorf("kafka: flush: %w", ctx.Err())
-	}
+	return p.t.flush(ctx)
 }
 
 // Acked implements [Producer.Acked].
@@ -240,51 +220,32 @@ func (p *saramaProducer) Acked() *AckedOffsets { return &p.acked }
 func (p *saramaProducer) Close() error {
 	var err error
 	p.once.Do(func() {
-		close(p.closing)
-		p.mu.Lock()
-		p.closed = true
-		p.handHeldAtClose()
-		p.mu.Unlock()
+		p.g.shut(p.handHeldAtClose)
 		p.ap.AsyncClose()
 		p.drained.Wait()
-		err = p.t.takeErr()
+		err = p.t.closeErr()
 	})
-	if err != nil {
-		return fmt.Errorf("kafka: close producer: %w", err)
-	}
-	return nil
+	return err
 }
 
 // input hands m to sarama, blocking while its input buffer is full until
 // ctx is done or p is closing.
 func (p *saramaProducer) input(ctx context.Context, m *sarama.ProducerMessage) error {
-	return Input(ctx, p.ap.Input(), m, p.closing, ErrClosed)
+	return Input(ctx, p.ap.Input(), m, p.g.closing, ErrClosed)
 }
 
 // Input hands m to a sarama producer's input, blocking while its buffer is
 // full. If ctx is done first it returns ctx's error; if stop closes first
 // (a nil stop never does), stopped. m is then not sent.
 func Input(ctx context.Context, in chan<- *sarama.ProducerMessage, m *sarama.ProducerMessage, stop <-chan struct{}, stopped error) error {
-	select { // fast path: room in the buffer; a select over one channel locks only it
-	case in <- m:
-		return nil
-	default:
-	}
-	select {
-	case in <- m:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-stop:
-		return stopped
-	}
+	return offer(in, m, ctx.Done(), ctx.Err, stop, stopped)
 }
 
 // tick ends a window of the linger: it hands over what is held.
 func (p *saramaProducer) tick() {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closed { // Close handed everything over
+	p.g.mu.RLock()
+	defer p.g.mu.RUnlock()
+	if p.g.closed { // Close handed everything over
 		return
 	}
 	// An error means p is closing: Close hands the rest over.
@@ -292,7 +253,7 @@ func (p *saramaProducer) tick() {
 }
 
 // handHeld hands over what is held (Flush), without waiting for the
-// window to end. The caller holds p.mu (read or write) with p open.
+// window to end. The caller holds p.g.mu (read or write) with p open.
 func (p *saramaProducer) handHeld(ctx context.Context) error {
 	if p.linger == nil {
 		return nil
@@ -302,7 +263,7 @@ func (p *saramaProducer) handHeld(ctx context.Context) error {
 
 // handHeldAtClose hands over what is held, waiting for room in sarama's
 // input however long it takes (sarama drains it until AsyncClose), and
-// stops the window's timer. The caller holds p.mu with p closed: no record
+// stops the window's timer. The caller holds p.g.mu with p closed: no record
 // is given, and no window ends, after it.
 func (p *saramaProducer) handHeldAtClose() {
 	if p.linger == nil {
@@ -339,108 +300,4 @@ func (p *saramaProducer) drainErrors() {
 		p.log.Warn("kafka: delivery failed", "err", err)
 		p.delivered(pe.Msg, err)
 	}
-}
-
-// deliveries tracks records by sequence number. Sequence numbers start at
-// 1 (0 marks a message without one); every one below base is complete.
-// Acknowledgements of different partitions arrive out of order, so the
-// completed ones at or above base wait in done until base reaches them.
-type deliveries struct {
-	// next is the sequence number of the next record: an atomic, so that
-	// a send takes no lock (register).
-	next atomic.Uint64
-	mu   sync.Mutex
-	base uint64 // every record below base is complete
-	// done[i] reports whether record base+i is complete: a window over the
-	// records in flight, trimmed at the front as base advances (a map of
-	// sequence numbers cost 5 % of a stateless application's CPU, most of
-	// it probing past the tombstones of deleted keys).
-	done    []bool
-	waiters []waiter
-
-	firstErr error
-	moreErrs int
-}
-
-type waiter struct {
-	target uint64 // satisfied once base >= target
-	ch     chan struct{}
-}
-
-func (d *deliveries) init() {
-	d.next.Store(1)
-	d.base = 1
-}
-
-func (d *deliveries) register() uint64 { return d.next.Add(1) - 1 }
-
-// complete records the outcome of record seq.
-func (d *deliveries) complete(seq uint64, err error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if err != nil {
-		if d.firstErr == nil {
-			d.firstErr = err
-		} else {
-			d.moreErrs++
-		}
-	}
-	if seq == 0 || seq < d.base || seq >= d.next.Load() {
-		return
-	}
-	i := int(seq - d.base)
-	for len(d.done) <= i {
-		d.done = append(d.done, false)
-	}
-	d.done[i] = true
-	n := 0
-	for n < len(d.done) && d.done[n] {
-		n++
-	}
-	if n == 0 {
-		return
-	}
-	d.base += uint64(n)
-	if n == len(d.done) {
-		d.done = d.done[:0] // reuse the array: the window is empty
-	} else {
-		d.done = d.done[n:]
-	}
-	kept := d.waiters[:0]
-	for _, w := range d.waiters {
-		if d.base >= w.target {
-			close(w.ch)
-		} else {
-			kept = append(kept, w)
-		}
-	}
-	clear(d.waiters[len(kept):])
-	d.waiters = kept
-}
-
-// waitFor returns a channel closed once every record registered so far is
-// complete.
-func (d *deliveries) waitFor() <-chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	ch := make(chan struct{})
-	next := d.next.Load()
-	if d.base >= next {
-		close(ch)
-		return ch
-	}
-	d.waiters = append(d.waiters, waiter{target: next, ch: ch})
-	return ch
-}
-
-// takeErr returns and clears the first error recorded since the last call.
-func (d *deliveries) takeErr() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	err, more := d.firstErr, d.moreErrs
-	d.firstErr, d.moreErrs = nil, 0
-	if err != nil && more > 0 {
-		return fmt.Errorf("%w (and %d more delivery errors)", err, more)
-	}
-	return err
 }

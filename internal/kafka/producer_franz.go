@@ -66,12 +66,10 @@ type franzProducer struct {
 	log *slog.Logger
 	cl  *kgo.Client
 
-	// mu orders Send against Close: no record is given to kgo once
-	// Close started flushing it.
-	mu      sync.RWMutex
-	closed  bool
-	closing chan struct{}
-	once    sync.Once
+	// g orders Send against Close: no record is given to kgo once Close
+	// started flushing it.
+	g    sendGate
+	once sync.Once
 
 	// slots holds a token per record given to kgo and not yet complete.
 	// Send waits for room here, where it can give up when its ctx is done,
@@ -152,7 +150,7 @@ func newFranzProducer(cfg Config) (*franzProducer, error) {
 	p := &franzProducer{
 		log:         cfg.logger(),
 		cl:          cl,
-		closing:     make(chan struct{}),
+		g:           newSendGate(),
 		slots:       make(chan struct{}, franzMaxInFlight),
 		stopWindows: make(chan struct{}),
 		windowsDone: make(chan struct{}),
@@ -205,19 +203,12 @@ func (p *franzProducer) newOut(r Record) *franzOut {
 
 // Send implements [Producer.Send].
 func (p *franzProducer) Send(ctx context.Context, r Record) error {
-	if r.Topic == "" {
-		return fmt.Errorf("%w: record without topic", ErrConfig)
+	if err := p.g.enter(ctx, r); err != nil {
+		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("kafka: send to %q: %w", r.Topic, err)
-	}
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closed {
-		return fmt.Errorf("kafka: send: %w", ErrClosed)
-	}
+	defer p.g.leave()
 	if err := p.acquire(ctx); err != nil {
-		return p.sendErr(r.Topic, err)
+		return sendErr(r.Topic, err)
 	}
 	o := p.newOut(r)
 	o.seq = p.t.register()
@@ -227,19 +218,7 @@ func (p *franzProducer) Send(ctx context.Context, r Record) error {
 
 // SendWait implements [Producer.SendWait].
 func (p *franzProducer) SendWait(ctx context.Context, recs ...Record) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	w := &ownDeliveries{left: len(recs), done: make(chan struct{})}
-	if err := p.sendOwn(ctx, w, recs); err != nil {
-		return err
-	}
-	select {
-	case <-w.done:
-		return w.err
-	case <-ctx.Done():
-		return fmt.Errorf("kafka: send: %w", ctx.Err())
-	}
+	return sendWait(ctx, recs, p.sendOwn)
 }
 
 // sendOwn gives recs to kgo as w's.
@@ -249,14 +228,14 @@ func (p *franzProducer) sendOwn(ctx context.Context, w *ownDeliveries, recs []Re
 			return fmt.Errorf("%w: record without topic", ErrConfig)
 		}
 	}
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closed {
-		return fmt.Errorf("kafka: send: %w", ErrClosed)
+	p.g.mu.RLock()
+	defer p.g.mu.RUnlock()
+	if p.g.closed {
+		return errSendClosed()
 	}
 	for _, r := range recs {
 		if err := p.acquire(ctx); err != nil {
-			return p.sendErr(r.Topic, err)
+			return sendErr(r.Topic, err)
 		}
 		o := p.newOut(r)
 		o.seq, o.own = p.t.register(), w
@@ -266,28 +245,9 @@ func (p *franzProducer) sendOwn(ctx context.Context, w *ownDeliveries, recs []Re
 }
 
 // acquire takes a slot for one record, waiting while every slot is taken
-// until ctx is done or p is closing. The caller holds p.mu (read).
+// until ctx is done or p is closing. The caller holds p.g.mu (read).
 func (p *franzProducer) acquire(ctx context.Context) error {
-	select { // fast path: a slot free
-	case p.slots <- struct{}{}:
-		return nil
-	default:
-	}
-	select {
-	case p.slots <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-p.closing:
-		return ErrClosed
-	}
-}
-
-func (p *franzProducer) sendErr(topic string, err error) error {
-	if err == ErrClosed {
-		return fmt.Errorf("kafka: send: %w", err)
-	}
-	return fmt.Errorf("kafka: send to %q: %w", topic, err)
+	return offer(p.slots, struct{}{}, ctx.Done(), ctx.Err, p.g.closing, ErrClosed)
 }
 
 // delivered is the promise of every record: kgo calls it once per record,
@@ -322,14 +282,7 @@ func (p *franzProducer) delivered(r *kgo.Record, err error) {
 // Flush implements [Producer.Flush]. With a Linger in the Tuning it waits
 // for it as sarama's producer does; kgo's own Flush would also wait for
 // the records other callers send meanwhile.
-func (p *franzProducer) Flush(ctx context.Context) error {
-	select {
-	case <-p.t.waitFor():
-		return p.t.takeErr()
-	case <-ctx.Done():
-		return fmt.Errorf("kafka: flush: %w", ctx.Err())
-	}
-}
+func (p *franzProducer) Flush(ctx context.Context) error { return p.t.flush(ctx) }
 
 // Acked implements [Producer.Acked].
 func (p *franzProducer) Acked() *AckedOffsets { return &p.acked }
@@ -348,10 +301,7 @@ const closeFlushTimeout = 5 * time.Second
 func (p *franzProducer) Close() error {
 	var err error
 	p.once.Do(func() {
-		close(p.closing)
-		p.mu.Lock()
-		p.closed = true
-		p.mu.Unlock()
+		p.g.shut(func() {})
 		ctx, cancel := context.WithTimeout(context.Background(), closeFlushTimeout)
 		if p.cl.Flush(ctx) != nil {
 			_ = p.cl.AbortBufferedRecords(context.Background())
@@ -360,12 +310,9 @@ func (p *franzProducer) Close() error {
 		p.cl.Close()
 		close(p.stopWindows)
 		<-p.windowsDone
-		err = p.t.takeErr()
+		err = p.t.closeErr()
 	})
-	if err != nil {
-		return fmt.Errorf("kafka: close producer: %w", err)
-	}
-	return nil
+	return err
 }
 
 // franzPartitioner is the franz-go producers' kgo.Partitioner, the

@@ -105,7 +105,7 @@ func (a *Admin) ReadRange(ctx context.Context, topic string, partition int32, fr
 	if n := a.cfg.Tuning.MaxPartitionFetchBytes; n > 0 {
 		r.fetchSize = n // the user's max.partition.fetch.bytes
 	}
-	return r.run(ctx)
+	return r.run(ctx, saramaRange{r}, readFetchBytes)
 }
 
 // fetchRequestVersion is the Fetch version sarama's consumer uses for the
@@ -175,46 +175,92 @@ func (r *rangeReader) wantBytesAt(next int64) int32 {
 	return int32(min(int64(r.fetchSize), max(readMinFetchBytes, want)))
 }
 
-// run fetches until next reaches to.
-func (r *rangeReader) run(ctx context.Context) error {
+// rangeClient is what a client does for rangeReader.run: send a fetch,
+// and say what its errors mean.
+type rangeClient interface {
+	// fetch sends one Fetch request for next to the partition leader. A
+	// nil answer is a response the broker emptied because a quota
+	// throttles the client. A *readStopped error ends the read as is.
+	fetch(ctx context.Context) (*rangeAnswer, error)
+	// outOfRange reports OFFSET_OUT_OF_RANGE.
+	outOfRange(err error) bool
+	// retriable reports a fetch error that a retry may cure.
+	retriable(err error) bool
+	// unknownTopic reports a topic or partition the broker does not know,
+	// which is retried readUnknownRetries times at most.
+	unknownTopic(err error) bool
+	// refreshed reports a failure that refreshed the metadata already,
+	// with the client's own retries: an unknown topic then is one.
+	refreshed(err error) bool
+	// forget drops what the client knows of the partition's leader before
+	// a retry.
+	forget(err error)
+	// fatal wraps a cause into the *PartitionError ReadRange returns.
+	fatal(err error) error
+	// tooLarge is the client's MESSAGE_TOO_LARGE, the cause of a record
+	// batch larger than the largest fetch.
+	tooLarge() error
+}
+
+// rangeAnswer is one fetch's answer for the partition, on either client.
+type rangeAnswer struct {
+	// hwm and lso are the partition's high watermark and last stable
+	// offset.
+	hwm, lso int64
+	// consume delivers the answer's records in [next, to) and moves next
+	// past every complete batch. partial reports, when next did not move,
+	// an answer that holds only a record batch cut short by the fetch
+	// size.
+	consume func(ctx context.Context) (partial bool, err error)
+	// skipTo, if set, returns the offset after the batches without
+	// records that make up the whole answer, which the client dropped.
+	skipTo func() (int64, bool)
+}
+
+// readStopped is an error of rangeClient.fetch that ends the read as is.
+type readStopped struct{ err error }
+
+func (e *readStopped) Error() string { return e.err.Error() }
+func (e *readStopped) Unwrap() error { return e.err }
+
+// run fetches through c until next reaches to. After progress the fetch
+// size goes back to resetSize.
+func (r *rangeReader) run(ctx context.Context, c rangeClient, resetSize int32) error {
 	retries, stalls := 0, 0
 	var failingSince time.Time
 	for r.next < r.to {
 		if err := ctx.Err(); err != nil {
 			return r.errorf("%w", err)
 		}
-		block, err := r.fetch()
+		answer, err := c.fetch(ctx)
 		if err != nil {
+			var stopped *readStopped
 			switch {
-			case errors.Is(err, sarama.ErrOffsetOutOfRange):
+			case errors.As(err, &stopped):
+				return stopped.err
+			case c.outOfRange(err):
 				if err := r.skipToLogStart(ctx); err != nil {
 					return err
 				}
 				continue
-			case !retriableFetchError(err):
-				return r.fatal(err)
+			case !c.retriable(err):
+				return c.fatal(err)
 			}
-			// A failed leader lookup has just refreshed the metadata, with
-			// sarama's own retries (Metadata.Retry): an unknown topic then
-			// is one. A broker that does not know the partition may be
-			// behind the metadata (a topic just created): worth a few
-			// retries.
-			var lookup *leaderLookupError
-			refreshed := errors.As(err, &lookup)
+			refreshed := c.refreshed(err)
 			if retries == 0 {
 				failingSince = time.Now()
 			}
 			giveUp := time.Since(failingSince) > retryBudget
-			if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+			if c.unknownTopic(err) {
 				giveUp = retries >= readUnknownRetries || refreshed
 			}
 			if giveUp {
-				return r.fatal(fmt.Errorf("%d attempts: %w", retries+1, err))
+				return c.fatal(fmt.Errorf("%d attempts: %w", retries+1, err))
 			}
 			r.a.cfg.logger().Debug("kafka: read: fetch failed, retrying",
 				"topic", r.topic, "partition", r.partition, "offset", r.next, "err", err)
 			if !refreshed {
-				_ = r.a.client.RefreshMetadata(r.topic)
+				c.forget(err)
 			}
 			if perr := Pause(ctx, Backoff(retries)); perr != nil {
 				return r.errorf("%w (retrying after %w)", perr, err)
@@ -223,17 +269,17 @@ func (r *rangeReader) run(ctx context.Context) error {
 			continue
 		}
 		retries = 0
-		if block == nil {
-			continue // throttled (sarama waits before the next request)
+		if answer == nil {
+			continue // throttled
 		}
 
 		before := r.next
-		partial, err := r.consume(ctx, block)
+		partial, err := answer.consume(ctx)
 		if err != nil {
 			return err
 		}
 		if r.next > before {
-			stalls, r.fetchSize = 0, readFetchBytes
+			stalls, r.fetchSize = 0, resetSize
 			continue
 		}
 		// No progress.
@@ -246,27 +292,25 @@ func (r *rangeReader) run(ctx context.Context) error {
 				continue
 			}
 			if r.fetchSize == math.MaxInt32 {
-				return r.fatal(fmt.Errorf("record batch at offset %d larger than %d bytes: %w", r.next, r.fetchSize, sarama.ErrMessageTooLarge))
+				return c.fatal(fmt.Errorf("record batch at offset %d larger than %d bytes: %w", r.next, r.fetchSize, c.tooLarge()))
 			}
 			r.fetchSize = int32(min(2*int64(r.fetchSize), math.MaxInt32))
 			continue
 		}
-		if len(block.RecordsSet) == 0 && !block.Partial {
-			if end, ok := droppedBatchesEnd(block); ok && end > r.next {
-				// The response held only batches without records (left
-				// by compaction): sarama decodes and drops them.
+		if answer.skipTo != nil {
+			if end, ok := answer.skipTo(); ok && end > r.next {
 				r.next = min(end, r.to)
 				stalls = 0
 				continue
 			}
 		}
-		readable := block.HighWaterMarkOffset
+		readable := answer.hwm
 		if r.readCommitted {
-			readable = block.LastStableOffset
+			readable = answer.lso
 		}
 		if r.next < readable {
 			if stalls++; stalls >= readMaxStalls {
-				return r.fatal(fmt.Errorf("%d fetches at offset %d returned no record batch although the partition is readable up to %d", stalls, r.next, readable))
+				return c.fatal(fmt.Errorf("%d fetches at offset %d returned no record batch although the partition is readable up to %d", stalls, r.next, readable))
 			}
 		}
 		// Otherwise nothing below to is readable yet: the broker held the
@@ -275,11 +319,55 @@ func (r *rangeReader) run(ctx context.Context) error {
 	return nil
 }
 
+// saramaRange is the rangeClient of sarama: the rangeReader's own
+// methods, which send sarama's Fetch requests and decode its responses.
+type saramaRange struct{ *rangeReader }
+
+func (s saramaRange) fetch(context.Context) (*rangeAnswer, error) {
+	block, err := s.fetchBlock()
+	if err != nil || block == nil {
+		return nil, err
+	}
+	return &rangeAnswer{
+		hwm: block.HighWaterMarkOffset,
+		lso: block.LastStableOffset,
+		consume: func(ctx context.Context) (bool, error) {
+			return s.consume(ctx, block)
+		},
+		skipTo: func() (int64, bool) {
+			if len(block.RecordsSet) > 0 || block.Partial {
+				return 0, false
+			}
+			// The response held only batches without records (left by
+			// compaction): sarama decodes and drops them.
+			return droppedBatchesEnd(block)
+		},
+	}, nil
+}
+
+func (saramaRange) outOfRange(err error) bool { return errors.Is(err, sarama.ErrOffsetOutOfRange) }
+func (saramaRange) retriable(err error) bool  { return retriableFetchError(err) }
+func (saramaRange) unknownTopic(err error) bool {
+	return errors.Is(err, sarama.ErrUnknownTopicOrPartition)
+}
+
+// refreshed: a failed leader lookup has just refreshed the metadata, with
+// sarama's own retries (Metadata.Retry). A broker that does not know the
+// partition may be behind the metadata (a topic just created): worth a few
+// retries.
+func (saramaRange) refreshed(err error) bool {
+	var lookup *leaderLookupError
+	return errors.As(err, &lookup)
+}
+func (s saramaRange) forget(error)          { _ = s.a.client.RefreshMetadata(s.topic) }
+func (s saramaRange) fatal(err error) error { return s.rangeReader.fatal(err) }
+func (saramaRange) tooLarge() error         { return sarama.ErrMessageTooLarge }
+
 // fetch sends one Fetch request for next to the partition leader and
 // returns the partition's block without error, or the error: a transport
 // error, a sarama.KError, sarama.ErrIncompleteResponse. A response the
 // broker emptied because a quota throttles the client is (nil, nil).
-func (r *rangeReader) fetch() (*sarama.FetchResponseBlock, error) {
+func (r *rangeReader) fetchBlock() (*sarama.FetchResponseBlock, error) {
 	broker, epoch, err := r.a.client.LeaderAndEpoch(r.topic, r.partition)
 	if err != nil {
 		return nil, &leaderLookupError{err}

@@ -3,35 +3,22 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/IBM/sarama"
 )
 
 // SendWait implements [Producer.SendWait].
 func (p *saramaProducer) SendWait(ctx context.Context, recs ...Record) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	w := &ownDeliveries{left: len(recs), done: make(chan struct{})}
-	if err := p.sendOwn(ctx, w, recs); err != nil {
-		return err
-	}
-	select {
-	case <-w.done:
-		return w.err
-	case <-ctx.Done():
-		return fmt.Errorf("kafka: send: %w", ctx.Err())
-	}
+	return sendWait(ctx, recs, p.sendOwn)
 }
 
 // sendOwn hands recs to sarama as w's, after what the linger holds (so that
 // they keep their place in their partitions).
 func (p *saramaProducer) sendOwn(ctx context.Context, w *ownDeliveries, recs []Record) error {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closed {
-		return fmt.Errorf("kafka: send: %w", ErrClosed)
+	p.g.mu.RLock()
+	defer p.g.mu.RUnlock()
+	if p.g.closed {
+		return errSendClosed()
 	}
 	if err := p.handHeld(ctx); err != nil {
 		return fmt.Errorf("kafka: send: %w", err)
@@ -58,25 +45,6 @@ func (p *saramaProducer) sendOwn(ctx context.Context, w *ownDeliveries, recs []R
 type ownRecord struct {
 	seq uint64
 	of  *ownDeliveries
-}
-
-// ownDeliveries collects the outcomes of one SendWait's records.
-type ownDeliveries struct {
-	mu   sync.Mutex
-	left int
-	err  error
-	done chan struct{}
-}
-
-func (w *ownDeliveries) complete(err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if err != nil && w.err == nil {
-		w.err = err
-	}
-	if w.left--; w.left == 0 {
-		close(w.done)
-	}
 }
 
 // delivered records the outcome of msg (err nil: acknowledged) with the

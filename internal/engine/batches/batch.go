@@ -29,7 +29,7 @@ func (e *Engine) plan(ctx context.Context, srcs map[offsets.TopicPartition]*sour
 		if err != nil {
 			return offsets.Plan{}, err
 		}
-		internal := processor.IsInternalTopic(e.rt.ApplicationID(), topic)
+		internal := processor.IsInternalTopic(e.appID, topic)
 		for _, p := range parts {
 			tp := offsets.TopicPartition{Topic: topic, Partition: p}
 			end := ends[p]

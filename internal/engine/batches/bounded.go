@@ -35,7 +35,7 @@ func (e *Engine) finished(ctx context.Context, srcs map[offsets.TopicPartition]*
 func (e *Engine) pendingInternal(ctx context.Context, srcs map[offsets.TopicPartition]*source) (bool, error) {
 	byTopic := map[string][]int32{}
 	for tp := range srcs {
-		if processor.IsInternalTopic(e.rt.ApplicationID(), tp.Topic) {
+		if processor.IsInternalTopic(e.appID, tp.Topic) {
 			byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
 		}
 	}
@@ -56,7 +56,7 @@ func (e *Engine) readGroupTargets(ctx context.Context) error {
 	}
 	targets := map[string]map[int32]int64{}
 	for topic, parts := range e.allPartitions() {
-		if processor.IsInternalTopic(e.rt.ApplicationID(), topic) {
+		if processor.IsInternalTopic(e.appID, topic) {
 			continue
 		}
 		ends, err := e.rt.EndOffsets(ctx, topic, parts)
@@ -80,7 +80,7 @@ func (e *Engine) readGroupTargets(ctx context.Context) error {
 func (e *Engine) groupDone(ctx context.Context) (bool, error) {
 	for topic, parts := range e.allPartitions() {
 		ends := e.groupTargets[topic]
-		if processor.IsInternalTopic(e.rt.ApplicationID(), topic) {
+		if processor.IsInternalTopic(e.appID, topic) {
 			var unstable bool
 			var err error
 			if ends, unstable, err = e.rt.ReadableEnds(ctx, topic, parts); err != nil || unstable {

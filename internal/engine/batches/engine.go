@@ -22,10 +22,13 @@ import (
 
 // Engine runs a topology in micro-batches. Create it with New; Run it once.
 type Engine struct {
-	rt  *tasks.Runtime
-	drv *tasks.Driver
-	wal *offsets.WAL
-	cfg microbatch.Config
+	rt Runtime // the role of the runtime this engine uses
+	// appID is the runtime's application id (fixed before New), which
+	// names the internal topics.
+	appID string
+	drv   *tasks.Driver
+	wal   *offsets.WAL
+	cfg   microbatch.Config
 
 	mu      sync.Mutex
 	sources map[offsets.TopicPartition]*source
@@ -72,9 +75,10 @@ func New(rt *tasks.Runtime, wal *offsets.WAL, cfg microbatch.Config) (*Engine, e
 	// continuous mode.
 	rt.ApplyStateBehind()
 	return &Engine{
-		rt:  rt,
-		drv: tasks.NewDriver(rt, tasks.DriverConfig{Name: "microbatch", LogName: "micro-batch", OnError: cfg.OnError}),
-		wal: wal, cfg: cfg,
+		rt:    rt,
+		appID: rt.ApplicationID(),
+		drv:   tasks.NewDriver(rt, tasks.DriverConfig{Name: "microbatch", LogName: "micro-batch", OnError: cfg.OnError}),
+		wal:   wal, cfg: cfg,
 		sources: map[offsets.TopicPartition]*source{},
 		changed: make(chan struct{}, 1),
 		arrived: make(chan struct{}, 1),

@@ -162,7 +162,7 @@ func TestAtLeastOnceStatefulEpochCommitsBehind(t *testing.T) {
 	ctx := t.Context()
 	e, b := countingEngine(t)
 	require.True(t, e.rt.CanCommitBehind())
-	query := func() (int64, bool) { return taskstest.Count(t, e.rt, "counts", 0, "k") }
+	query := func() (int64, bool) { return taskstest.Count(t, e.rt.(*tasks.Runtime), "counts", 0, "k") }
 
 	c := &markingClaim{fakeClaim: fakeClaim{records: make(chan kafka.Record, 4)}}
 	claimed := make(chan error, 1)

@@ -44,9 +44,13 @@ type Config struct {
 // Engine runs a topology in continuous mode on the members of a consumer
 // group. Create it with New; Run it once.
 type Engine struct {
-	rt  *tasks.Runtime
+	rt  Runtime // the role of the runtime this engine uses
 	drv *tasks.Driver
 	cfg Config
+	// externalSinks: the topology writes to external sinks, which write
+	// in the commit, under the barrier (the runtime's configuration, fixed
+	// before New).
+	externalSinks bool
 
 	// barrier separates processing from epoch ends: claims hold it shared
 	// while they process a record, an epoch end holds it exclusively while
@@ -113,9 +117,11 @@ func New(rt *tasks.Runtime, cfg Config) (*Engine, error) {
 	// claims process the next epoch on top of them (runtime layers.go).
 	rt.ApplyStateBehind()
 	return &Engine{
-		rt:  rt,
-		drv: tasks.NewDriver(rt, tasks.DriverConfig{Name: "continuous", LogName: "continuous", OnError: cfg.OnError}),
-		cfg: cfg, pos: map[offsets.TopicPartition]*atomic.Int64{}, rewind: make(chan struct{}),
+		rt:            rt,
+		drv:           tasks.NewDriver(rt, tasks.DriverConfig{Name: "continuous", LogName: "continuous", OnError: cfg.OnError}),
+		cfg:           cfg,
+		externalSinks: rt.HasExternalSinks(),
+		pos:           map[offsets.TopicPartition]*atomic.Int64{}, rewind: make(chan struct{}),
 	}, nil
 }
 
@@ -444,7 +450,7 @@ func (e *Engine) endEpoch(ctx context.Context, s kafka.Session, behind bool) err
 		return fmt.Errorf("continuous: wall-clock punctuation: %w", err)
 	}
 	pos := e.positions()
-	if behind && e.rt.CanCommitBehind() && !e.rt.HasExternalSinks() { // an external sink writes in Commit, under the barrier
+	if behind && e.rt.CanCommitBehind() && !e.externalSinks { // an external sink writes in Commit, under the barrier
 		cut, err := e.rt.CutBehind(ctx, pos, s, &ph)
 		switch {
 		case errors.Is(err, tasks.ErrRewind):

@@ -107,7 +107,7 @@ func (h *eoHarness) committed() []int64 {
 
 // query returns the count of "a" an interactive query reads.
 func (h *eoHarness) query() (int64, bool) {
-	return taskstest.Count(h.t, h.e.rt, "counts", 0, "a")
+	return taskstest.Count(h.t, h.e.rt.(*tasks.Runtime), "counts", 0, "a")
 }
 
 // committedEventually waits until a read_committed reader sees n counts
