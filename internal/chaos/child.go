@@ -107,6 +107,9 @@ func RunChild() error {
 	}
 	pgOpts, closePG, err := postgresOptions(ctx, cfg.Topics) // with WEIR_POSTGRES_DSN (pgsink.go)
 	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return nil // stopped while it waited for the database: a graceful stop
+		}
 		return err
 	}
 	defer closePG()
