@@ -181,3 +181,21 @@ func pgDown(err error) bool {
 	return errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
+
+// dropPostgres drops the scenario's tables (a passed scenario's, as its
+// topics are deleted), if it had the PostgreSQL branches.
+func dropPostgres(ctx context.Context, t Topics) error {
+	prefix := t.pgPrefix()
+	if prefix == "" {
+		return nil
+	}
+	conn, err := pgx.Connect(ctx, os.Getenv(postgresEnv))
+	if err != nil {
+		return fmt.Errorf("chaos: connect to %s: %w", postgresEnv, err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+prefix+"_accounts, "+prefix+"_audit"); err != nil {
+		return fmt.Errorf("chaos: drop the scenario's tables: %w", err)
+	}
+	return nil
+}

@@ -190,6 +190,9 @@ func Run(ctx context.Context, cfg Config) Result {
 		if err := deleteTopics(ctx, cfg.Brokers, s.app+"-"); err != nil {
 			s.logf("could not delete the scenario's topics: %v", err)
 		}
+		if err := dropPostgres(ctx, s.topics); err != nil {
+			s.logf("could not drop the scenario's tables: %v", err)
+		}
 	}
 	s.res.Elapsed = time.Since(s.start)
 	return s.res
