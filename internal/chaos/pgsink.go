@@ -55,10 +55,9 @@ const postgresEnv = "WEIR_POSTGRES_DSN"
 // PostgresEnv is the environment variable that turns the PostgreSQL
 // branches on when set to 1 (with WEIR_POSTGRES_DSN naming the
 // database): `WEIR_CHAOS_POSTGRES=1 go run ./cmd/weir-chaos`. They are
-// off by default: a continuous exactly-once scenario with them on a
-// real broker once stood still for three minutes (no sink error logged)
-// while the same seed without them passed, and the cause is not known
-// yet.
+// off by default, since they need a database; .ci/run turns them on in
+// its kfake and Kafka 4.4 lines, with a database restart per scenario
+// (Config.DBRestarts).
 const PostgresEnv = "WEIR_CHAOS_POSTGRES"
 
 // pgPrefix returns the prefix of the scenario's tables, "" when the
