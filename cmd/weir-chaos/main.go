@@ -14,6 +14,7 @@
 //	go run ./cmd/weir-chaos -modes continuous -guarantees exactly-once -records 200000 -kills 10 -seed 7
 //	go run ./cmd/weir-chaos -queries -kills 20                  # query availability under kills (issue 24)
 //	go run ./cmd/weir-chaos -net-faults 3 -disk-faults 3        # network and disk faults too (issue 43)
+//	WEIR_CHAOS_POSTGRES=1 WEIR_POSTGRES_DSN=... go run ./cmd/weir-chaos -db-restarts 1   # the PostgreSQL sink too, its database restarted mid-run
 //
 // With -queries the instances serve interactive queries (with standby
 // replicas) while a client asks them every 50 ms, and the events are
@@ -65,6 +66,8 @@ func run() int {
 	faults := flag.Int("faults", 5, "broker faults per scenario (on kfake, or on a real cluster with -nodes)")
 	netFaults := flag.Int("net-faults", 0, "network faults per scenario, each drawn from the seed: a broker unreachable from one instance only, or delay and loss on one broker's port (the instances then reach the brokers through loopback proxies of the runner)")
 	diskFaults := flag.Int("disk-faults", 0, "disk faults per scenario, each drawn from the seed: a stopped instance's state dir damaged (random bytes in .sst/.vlog, files cut to half, MANIFEST overwritten) before its restart, or its volume filled")
+	dbRestarts := flag.Int("db-restarts", 0, "with the PostgreSQL branches on (WEIR_CHAOS_POSTGRES=1, WEIR_POSTGRES_DSN): times per scenario the database is taken down for one to three gaps and brought back, through -db-script")
+	dbScript := flag.String("db-script", "scripts/postgres/outage.sh", "script that takes the database down and up (`bash script down|up`; scripts/postgres/outage.sh, with the POSTGRES_PORT of the server)")
 	nodes := flag.String("nodes", "", "script that controls the brokers of the -brokers cluster (scripts/kafka/node.sh of a KAFKA_NODES=3 cluster): broker faults then kill, stall and restart them")
 	gap := flag.Duration("gap", 2*time.Second, "mean time between events (each drawn from the seed between half and one and a half of it)")
 	converge := flag.Duration("converge", 3*time.Minute, "bound on the wait for complete output after the last event")
@@ -119,7 +122,7 @@ func run() int {
 		Name: "kafka", Exe: []string{exe}, WorkDir: dir, Records: *records, Kills: *kills,
 		Rebalances: *rebalances, Stalls: *stalls, Faults: *faults, Seed: *seed, Gap: *gap, Converge: *converge,
 		Queries: *queries, Static: *static, Extended: *extended, NetFaults: *netFaults, DiskFaults: *diskFaults,
-		Standbys: *standbys,
+		Standbys: *standbys, DBRestarts: *dbRestarts, DBScript: *dbScript,
 	}
 	if !*quiet {
 		base.Log = os.Stderr

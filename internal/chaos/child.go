@@ -86,7 +86,7 @@ func RunChild() error {
 		weir.WithHeartbeatInterval(HeartbeatInterval),
 		weir.WithEpochInterval(100 * time.Millisecond),
 		weir.WithBadRecordPolicy(weir.DeadLetter),
-		weir.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+		weir.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: childLogLevel()}))),
 	}
 	if cfg.Guarantee == weir.ExactlyOnce.String() {
 		opts = append(opts, weir.WithGuarantee(weir.ExactlyOnce))
@@ -112,6 +112,9 @@ func RunChild() error {
 	}
 	pgOpts, closePG, err := postgresOptions(ctx, cfg.Topics) // with WEIR_POSTGRES_DSN (pgsink.go)
 	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return nil // stopped while it waited for the database: a graceful stop
+		}
 		return err
 	}
 	defer closePG()
@@ -259,4 +262,20 @@ func (m *member) newDir(root string) {
 	m.dirs++
 	m.dir = filepath.Join(root, fmt.Sprintf("%s-state%d", m.name, m.dirs))
 	m.allDirs = append(m.allDirs, m.dir)
+}
+
+// ChildLogEnv names the environment variable that sets the level of the
+// children's logs (debug, info, warn, error; warn by default):
+// `WEIR_CHAOS_CHILD_LOG=debug go run ./cmd/weir-chaos` keeps, in a failed
+// scenario's child logs, what the engine did (tasks claimed, restored,
+// external sinks claimed and written), at the cost of much larger logs.
+const ChildLogEnv = "WEIR_CHAOS_CHILD_LOG"
+
+// childLogLevel is the level ChildLogEnv names, warn if unset or unknown.
+func childLogLevel() slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(os.Getenv(ChildLogEnv))); err != nil {
+		return slog.LevelWarn
+	}
+	return l
 }

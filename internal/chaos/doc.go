@@ -72,7 +72,8 @@
 // running aggregate (upsert) and every input it aggregates (append)
 // through weir's PostgreSQL sink, and the verifier checks the tables:
 // every account's row its final fold, every good input's id once
-// (pgsink.go, verify_postgres.go).
+// (pgsink.go, verify_postgres.go). Config.DBRestarts then also takes the
+// database down and back up mid-run (dbrestart.go).
 //
 // # Usage
 //

@@ -58,6 +58,12 @@ type Config struct {
 	// the seed. With NetFaults the instances reach the brokers through
 	// proxies of the runner (netproxy.go).
 	NetFaults, DiskFaults int
+	// DBRestarts is the number of times the database of the PostgreSQL
+	// branches (pgsink.go) is taken down and brought back mid-run
+	// (dbrestart.go), through DBScript (scripts/postgres/outage.sh,
+	// called with down or up); none when the branches are off.
+	DBRestarts int
+	DBScript   string
 	// Seed drives the input and the events.
 	Seed uint64
 	// Gap is the mean time between events (2s if zero); each gap is drawn
@@ -95,11 +101,14 @@ type Result struct {
 	Config                                           Config
 	Duplicates, Lost, AggregateMismatches, DLQ       int
 	Kills, Rebalances, Stalls, Faults, FaultsInvoked int
-	NetFaults, DiskFaults                            int
+	NetFaults, DiskFaults, DBRestarts                int
 	// Standbys is the standby replicas the instances kept.
 	Standbys int
 	Elapsed  time.Duration
 	Problems []string
+	// PG reports that the scenario had the PostgreSQL branches
+	// (pgsink.go), checked by the verifier.
+	PG bool
 	// Queries is the query client's report (query scenarios only).
 	Queries *QueryReport
 }
@@ -120,9 +129,9 @@ func (r Result) String() string {
 	}
 	c := r.Config
 	return fmt.Sprintf("scenario=%s mode=%s guarantee=%s records=%d duplicates=%d lost=%d aggregate_mismatches=%d dlq=%d"+
-		" seed=%d kills=%d rebalances=%d stalls=%d broker_faults=%d net_faults=%d disk_faults=%d standbys=%d elapsed=%s result=%s",
+		" seed=%d kills=%d rebalances=%d stalls=%d broker_faults=%d net_faults=%d disk_faults=%d standbys=%d%s elapsed=%s result=%s",
 		c.Name, c.Mode, c.Guarantee, c.Records, r.Duplicates, r.Lost, r.AggregateMismatches, r.DLQ,
-		c.Seed, r.Kills, r.Rebalances, r.Stalls, r.Faults, r.NetFaults, r.DiskFaults, r.Standbys, r.Elapsed.Round(time.Second), res)
+		c.Seed, r.Kills, r.Rebalances, r.Stalls, r.Faults, r.NetFaults, r.DiskFaults, r.Standbys, r.postgres(), r.Elapsed.Round(time.Second), res)
 }
 
 // scenario is one Run in progress.
@@ -194,6 +203,9 @@ func Run(ctx context.Context, cfg Config) Result {
 		if err := deleteTopics(ctx, cfg.Brokers, s.app+"-"); err != nil {
 			s.logf("could not delete the scenario's topics: %v", err)
 		}
+		if err := dropPostgres(ctx, s.topics); err != nil {
+			s.logf("could not drop the scenario's tables: %v", err)
+		}
 	}
 	s.res.Elapsed = time.Since(s.start)
 	return s.res
@@ -217,6 +229,7 @@ func (s *scenario) run(ctx context.Context) error {
 		s.topics.Regions, s.topics.RegionTotals = s.app+"-regions", s.app+"-region-totals"
 		s.topics.AccountRegions, s.topics.Outer = s.app+"-account-regions", s.app+"-outer"
 	}
+	s.res.PG = s.topics.pgPrefix() != ""
 	create := s.topics.outputs(s.topics.In)
 	if s.cfg.Extended {
 		create = append(create, s.topics.Regions)
@@ -483,6 +496,9 @@ func (s *scenario) plan() []func(context.Context) error {
 	for range s.cfg.DiskFaults {
 		kind := diskFaultKinds[s.rng.IntN(len(diskFaultKinds))]
 		evs = append(evs, func(ctx context.Context) error { return s.diskFault(ctx, kind) })
+	}
+	for range s.dbRestarts() {
+		evs = append(evs, s.dbRestart)
 	}
 	s.rng.Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
 	return evs
