@@ -108,6 +108,7 @@ func (s *copartitionStrategy) Plan(members map[string]sarama.ConsumerGroupMember
 			owned:      make(map[string][]int32, len(meta.OwnedPartitions)),
 			generation: sub.generation,
 			lags:       sub.lags,
+			sizes:      sub.sizes,
 		}
 		if meta.Version >= 2 && meta.GenerationID >= 0 {
 			pm.generation = meta.GenerationID
@@ -164,6 +165,9 @@ func (s *copartitionStrategy) SubscriptionUserData([]string) ([]byte, error) {
 	sub := subscription{generation: s.generation.Load(), memberData: s.memberData}
 	if s.replicas.Lags != nil {
 		sub.lags = s.replicas.Lags()
+	}
+	if s.replicas.Sizes != nil {
+		sub.sizes = s.replicas.Sizes()
 	}
 	return encodeSubscription(sub), nil
 }

@@ -58,6 +58,9 @@ func (b *franzBalancer) JoinGroupMetadata(topics []string, current map[string][]
 	if b.replicas.Lags != nil {
 		sub.lags = b.replicas.Lags()
 	}
+	if b.replicas.Sizes != nil {
+		sub.sizes = b.replicas.Sizes()
+	}
 	meta.UserData = encodeSubscription(sub)
 	meta.Generation = generation
 	for _, t := range sortedKeys(current) {
@@ -107,6 +110,7 @@ func (b *franzBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (
 			owned:      make(map[string][]int32, len(meta.OwnedPartitions)),
 			generation: sub.generation,
 			lags:       sub.lags,
+			sizes:      sub.sizes,
 		}
 		if meta.Version >= 2 && meta.Generation >= 0 {
 			pm.generation = meta.Generation

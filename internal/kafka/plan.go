@@ -38,6 +38,9 @@ type planMember struct {
 	// lags are the member's lags of the tasks whose state it holds, as it
 	// reported them (plan_standby.go); nil from members that report none.
 	lags map[TaskID]int64
+	// sizes are the changelog records of the stateful tasks the member
+	// runs (plan_standby.go); nil from members that report none.
+	sizes map[TaskID]int64
 }
 
 // planTask is partition number partition of set set.
@@ -204,8 +207,26 @@ func computeAssignment(copartitioned [][]string, members map[string]planMember, 
 		l, ok := members[m].lags[taskID(k)]
 		return l, ok
 	}
+	// A member holding none of a task's state is behind by the whole
+	// changelog, as its owner reported its size (Kafka Streams counts
+	// such a client's lag as the changelogs' end offsets): a task whose
+	// state is within the acceptable lag moves at once, without a
+	// warm-up.
+	size := map[TaskID]int64{}
+	for _, id := range ids {
+		for t, n := range members[id].sizes {
+			size[t] = max(size[t], n)
+		}
+	}
+	recovery := func(m string, k planTask) (int64, bool) {
+		if l, ok := lag(m, k); ok {
+			return l, true
+		}
+		n, ok := size[taskID(k)]
+		return n, ok
+	}
 	caughtUp := func(k planTask, m string) bool {
-		l, ok := lag(m, k)
+		l, ok := recovery(m, k)
 		return !stateful[k] || (ok && l <= rs.acceptableLag)
 	}
 	// Stateful and stateless tasks are balanced apart (as Kafka Streams
@@ -221,7 +242,7 @@ func computeAssignment(copartitioned [][]string, members map[string]planMember, 
 	}
 	assigned := assignTasks(ids, statelessTasks, eligible, prevOwner) // all caught up
 	maps.Copy(assigned, assignTasksPreferring(ids, statefulTasks, eligible, prevOwner, caughtUp))
-	replicas := placeReplicas(replicaInput{ids: ids, tasks: tasks, eligible: eligible, prevOwner: prevOwner, stateful: stateful, lag: lag}, assigned, rs)
+	replicas := placeReplicas(replicaInput{ids: ids, tasks: tasks, eligible: eligible, prevOwner: prevOwner, stateful: stateful, lag: lag, recovery: recovery}, assigned, rs)
 	for m, ks := range replicas.standby {
 		for _, k := range ks {
 			out.standby[m] = append(out.standby[m], taskID(k))

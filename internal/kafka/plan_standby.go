@@ -10,8 +10,9 @@ import (
 //
 //  1. caught up first (KIP-441): a stateful task that the balanced plan
 //     would move from its current owner to a member that is not caught up
-//     (its reported lag above the acceptable recovery lag, or none
-//     reported) stays with its owner; the member it was meant for restores
+//     (its reported lag above the acceptable recovery lag, or, when it
+//     reports none, the task's size as its owner reports it — Kafka
+//     Streams' end offset sum — or neither known) stays with its owner; the member it was meant for restores
 //     it as a warm-up replica, at most maxWarmups of them in the group at
 //     once. A stateful task without a current owner (its owner left) goes
 //     to the most caught-up member that can take it, when the planned one
@@ -73,6 +74,10 @@ type replicaInput struct {
 	stateful  map[planTask]bool
 	// lag reports the lag a member reported for a task (ok false: none).
 	lag func(member string, k planTask) (int64, bool)
+	// recovery is what a member would replay to run a task: its reported
+	// lag, else the task's size as its owner reported it (ok false:
+	// neither is known).
+	recovery func(member string, k planTask) (int64, bool)
 }
 
 // replicaPlan is what placeReplicas adds to the active plan.
@@ -89,7 +94,7 @@ func placeReplicas(in replicaInput, assigned map[planTask]string, rs replicaSett
 		if in.prevOwner[k] == m {
 			return true
 		}
-		lag, ok := in.lag(m, k)
+		lag, ok := in.recovery(m, k)
 		return ok && lag <= rs.acceptableLag
 	}
 	var wanted []planTask // held back: the member it was meant for warms it up
@@ -109,7 +114,7 @@ func placeReplicas(in replicaInput, assigned map[planTask]string, rs replicaSett
 			// No owner: the most caught-up eligible member, if any is.
 			best, bestLag := "", int64(0)
 			for _, m := range in.eligible[k.set] {
-				if lag, ok := in.lag(m, k); ok && lag <= rs.acceptableLag && (best == "" || lag < bestLag) {
+				if lag, ok := in.recovery(m, k); ok && lag <= rs.acceptableLag && (best == "" || lag < bestLag) {
 					best, bestLag = m, lag
 				}
 			}
@@ -247,6 +252,11 @@ type ReplicaConfig struct {
 	// Lags, if set, returns this member's lag of each task whose state it
 	// holds (0 for those it runs); it is read at each join.
 	Lags func() map[TaskID]int64
+	// Sizes, if set, returns the size of each stateful task this member
+	// runs: the changelog records a member holding none of its state
+	// would restore. It is read at each join; the leader counts a member
+	// that reports no lag for a task as behind by its size.
+	Sizes func() map[TaskID]int64
 	// OnAssigned, if set, receives the standby and warm-up tasks of each
 	// assignment this member receives (none: nil slices).
 	OnAssigned func(standby, warmup []TaskID)

@@ -25,6 +25,14 @@ func withLags(m planMember, lag int64, ps ...int32) planMember {
 	return m
 }
 
+func withSizes(m planMember, size int64, ps ...int32) planMember {
+	m.sizes = map[TaskID]int64{}
+	for _, p := range ps {
+		m.sizes[TaskID{"t", p}] = size
+	}
+	return m
+}
+
 func parts(n int32) []int32 {
 	out := make([]int32, n)
 	for i := range out {
@@ -181,6 +189,30 @@ func TestWarmupsHoldTasksUntilCaughtUp(t *testing.T) {
 		require.Equal(t, []int32{3, 4, 5}, a.plan["b"]["t"], "the balanced plan takes the caught-up tasks")
 		require.Empty(t, a.warmup)
 	})
+	// A member holding none of a task's state is behind by the task's
+	// size, as its owner reports it (Kafka Streams' end offset sums): a
+	// store within the acceptable lag moves at once, a larger one warms up
+	// first. Before sizes were reported, every task moving to a fresh
+	// member became a warm-up, and a fresh group probed dozens of times.
+	t.Run("small_state_moves_at_once", func(t *testing.T) {
+		small := withSizes(old, 500, parts(6)...)
+		a := settle(t, map[string]planMember{"a": small, "b": fresh()}, topics, rs)
+		require.Len(t, a.plan["b"]["t"], 3, "balanced at once")
+		require.Empty(t, a.warmup)
+	})
+	t.Run("large_state_warms_up", func(t *testing.T) {
+		large := withSizes(old, 50_000, parts(6)...)
+		a := settle(t, map[string]planMember{"a": large, "b": fresh()}, topics, rs)
+		require.Equal(t, parts(6), a.plan["a"]["t"])
+		require.Len(t, a.warmup["b"], 2)
+	})
+	t.Run("a_reported_lag_counts_before_the_size", func(t *testing.T) {
+		small := withSizes(old, 500, parts(6)...)
+		b := withLags(fresh(), 20_000, parts(6)...) // old copies, far behind
+		a := settle(t, map[string]planMember{"a": small, "b": b}, topics, rs)
+		require.Equal(t, parts(6), a.plan["a"]["t"])
+		require.Len(t, a.warmup["b"], 2)
+	})
 	t.Run("lag_above_threshold_holds", func(t *testing.T) {
 		b := withLags(fresh(), 10_001, 3, 4, 5)
 		a := computeAssignment(nil, map[string]planMember{"a": old, "b": b}, topics, rs)
@@ -256,6 +288,10 @@ func TestOrphanedTaskGoesToItsStandby(t *testing.T) {
 func TestUserDataRoundTrip(t *testing.T) {
 	sub := subscription{generation: 7, memberData: []byte("10.0.0.1:80"), lags: map[TaskID]int64{{"a", 0}: 0, {"b", 3}: 12345}}
 	require.Equal(t, sub, decodeSubscription(encodeSubscription(sub)))
+	sized := sub
+	sized.sizes = map[TaskID]int64{{"a", 0}: 4096}
+	require.Equal(t, sized, decodeSubscription(encodeSubscription(sized)))
+	require.Equal(t, encodeSubscription(sub), encodeSubscription(sized)[:len(encodeSubscription(sub))], "sizes follow the lags, which earlier decoders read alone")
 	require.Equal(t, subscription{generation: 4, memberData: []byte("x")}, decodeSubscription(encodeUserData(4, []byte("x"))), "version 1")
 	require.Equal(t, subscription{generation: -1}, decodeSubscription(encodeSubscription(sub)[:12]), "truncated")
 	require.Equal(t, subscription{generation: -1}, decodeSubscription([]byte{9, 0, 0, 0, 1}), "unknown version")

@@ -13,9 +13,12 @@ import (
 // last assignment (big-endian int32), its member data (uvarint length and
 // bytes), then the lags of the tasks whose state it holds (uvarint count,
 // then per task, sorted: uvarint topic length, topic, uvarint partition,
-// uvarint lag) — Kafka Streams' SubscriptionInfo task offset sums, as lags.
-// Version 1 (generation and member data to the end, no lags) still
-// decodes.
+// uvarint lag) — Kafka Streams' SubscriptionInfo task offset sums, as lags
+// — and, when the member runs stateful tasks, their sizes (uvarint count,
+// then per task, sorted: the task as above and the uvarint sum of its
+// stores' changelog offsets). Decoders that stop after the lags ignore
+// the sizes. Version 1 (generation and member data to the end, no lags)
+// still decodes.
 //
 // Assignment, version 2: version byte, the peers (uvarint length, then
 // encodePeers' bytes, empty for none), then the member's standby
@@ -33,6 +36,10 @@ type subscription struct {
 	// lags by task: records the member's copy of the task's stores is
 	// behind their changelogs (0 for the tasks it runs).
 	lags map[TaskID]int64
+	// sizes by task, of the tasks the member runs: the changelog records
+	// a member holding none of the task's state would restore (the sum of
+	// its stores' changelog offsets; Kafka Streams' end offset sums).
+	sizes map[TaskID]int64
 }
 
 // encodeSubscription encodes s as version 2.
@@ -42,13 +49,40 @@ func encodeSubscription(s subscription) []byte {
 	binary.BigEndian.PutUint32(b[1:], uint32(s.generation))
 	b = binary.AppendUvarint(b, uint64(len(s.memberData)))
 	b = append(b, s.memberData...)
-	ids := slices.SortedFunc(maps.Keys(s.lags), TaskID.compare)
+	b = appendTaskCounts(b, s.lags)
+	if len(s.sizes) > 0 {
+		b = appendTaskCounts(b, s.sizes)
+	}
+	return b
+}
+
+// appendTaskCounts appends a count of tasks, then each task (sorted) with
+// its number.
+func appendTaskCounts(b []byte, counts map[TaskID]int64) []byte {
+	ids := slices.SortedFunc(maps.Keys(counts), TaskID.compare)
 	b = binary.AppendUvarint(b, uint64(len(ids)))
 	for _, id := range ids {
 		b = appendTask(b, id)
-		b = binary.AppendUvarint(b, uint64(max(s.lags[id], 0)))
+		b = binary.AppendUvarint(b, uint64(max(counts[id], 0)))
 	}
 	return b
+}
+
+// taskCounts reads what appendTaskCounts wrote (nil for a count of 0).
+func (r *reader) taskCounts() map[TaskID]int64 {
+	var out map[TaskID]int64
+	n := r.uvarint()
+	for i := uint64(0); i < n && r.ok; i++ {
+		id := r.task()
+		v := r.uvarint()
+		if r.ok {
+			if out == nil {
+				out = map[TaskID]int64{}
+			}
+			out[id] = int64(min(v, 1<<62))
+		}
+	}
+	return out
 }
 
 // decodeSubscription decodes version 1 or 2; generation -1 and nothing
@@ -74,16 +108,9 @@ func decodeSubscription(b []byte) subscription {
 	if md := r.bytes(); len(md) > 0 {
 		s.memberData = md
 	}
-	n := r.uvarint()
-	for i := uint64(0); i < n && r.ok; i++ {
-		id := r.task()
-		lag := r.uvarint()
-		if r.ok {
-			if s.lags == nil {
-				s.lags = map[TaskID]int64{}
-			}
-			s.lags[id] = int64(min(lag, 1<<62))
-		}
+	s.lags = r.taskCounts()
+	if r.ok && len(r.b) > 0 {
+		s.sizes = r.taskCounts()
 	}
 	if !r.ok {
 		return unknown

@@ -234,6 +234,45 @@ func (r *Runtime) taskLags() map[kafka.TaskID]int64 {
 	return out
 }
 
+// taskSizes returns the size of each stateful task this member runs: the
+// sum of its logged stores' changelog positions in Badger, what a member
+// holding none of its state would restore (Kafka Streams' end offset
+// sums). A task whose stores have no position yet (restoring) is left out.
+func (r *Runtime) taskSizes() map[kafka.TaskID]int64 {
+	plan := r.plan.Load()
+	if plan == nil || r.db == nil {
+		return nil
+	}
+	s := r.standby
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[kafka.TaskID]int64{}
+	for sub, st := range r.cfg.Graph.Subtopologies {
+		if sub >= len(plan.Sources) || len(plan.Sources[sub]) == 0 {
+			continue
+		}
+		topic := slices.Min(plan.Sources[sub])
+		for p := int32(0); p < plan.Partitions[sub]; p++ {
+			var sum int64
+			known, any := true, false
+			for _, spec := range st.Stores {
+				sp := badgerstore.StorePartition{Store: spec.Name, Partition: p}
+				if !spec.Logged || s.active[sp] == 0 {
+					continue
+				}
+				any = true
+				pos, ok, err := r.db.Checkpoint(spec.Name, p)
+				known = known && ok && err == nil
+				sum += pos.Offset
+			}
+			if any && known {
+				out[kafka.TaskID{Topic: topic, Partition: p}] = sum
+			}
+		}
+	}
+	return out
+}
+
 // ReplicaLag is the lag of one store partition this instance keeps as a
 // standby or warm-up replica.
 type ReplicaLag struct {
@@ -307,7 +346,7 @@ func (r *Runtime) probingInterval() time.Duration {
 func (r *Runtime) replicaConfig() kafka.ReplicaConfig {
 	rc := kafka.ReplicaConfig{
 		Standbys: r.cfg.StandbyReplicas, MaxWarmups: r.cfg.MaxWarmupReplicas, AcceptableLag: r.acceptableLag(),
-		Lags: r.taskLags, OnAssigned: r.replicasAssigned, Probe: r.standby.probe,
+		Lags: r.taskLags, Sizes: r.taskSizes, OnAssigned: r.replicasAssigned, Probe: r.standby.probe,
 	}
 	if rc.MaxWarmups == 0 {
 		rc.MaxWarmups = kafka.DefaultMaxWarmupReplicas
