@@ -9,8 +9,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -134,6 +136,7 @@ type queryAnswer struct {
 	cause  string
 	owner  string // the owner's address a 503 names
 	msg    string
+	mapAge int64 // the reply's owner map age header (ms), -1 if none
 }
 
 // downSpan is a time a slot's instance could not answer: from its kill
@@ -273,6 +276,10 @@ func (q *queryClient) ask(a *queryAnswer) {
 		return
 	}
 	a.status = resp.StatusCode
+	a.mapAge = -1
+	if v, err := strconv.ParseInt(resp.Header.Get("X-Weir-Owner-Map-Age-Ms"), 10, 64); err == nil {
+		a.mapAge = v
+	}
 	var r struct {
 		Value *Agg   `json:"value"`
 		Role  string `json:"role"`
@@ -411,4 +418,38 @@ func (q *queryClient) untrue(a queryAnswer, slotOf map[string]int) string {
 		return fmt.Sprintf("slot %d (%s) was never killed before the reply", i, a.owner)
 	}
 	return ""
+}
+
+// writeAnswers writes every query and its reply to path, one a line in the
+// order asked, tab-separated: seconds since start when asked, how long it
+// took, the kind (owner, maxLag, wait), slot, key, status (0: down),
+// count, role or cause, the owner map's age (ms, -1: current) and the
+// error. The run's work dir keeps it next to the child logs, to line the
+// 503s up with the events.
+func (q *queryClient) writeAnswers(path string, start time.Time) error {
+	q.mu.Lock()
+	answers := slices.Clone(q.answers)
+	q.mu.Unlock()
+	sort.SliceStable(answers, func(i, j int) bool { return answers[i].asked.Before(answers[j].asked) })
+	var b strings.Builder
+	b.WriteString("at\ttook\tkind\tslot\tkey\tstatus\tcount\trole_or_cause\tmap_age_ms\terror\n")
+	for _, a := range answers {
+		kind := "owner"
+		switch {
+		case a.stale:
+			kind = "maxLag"
+		case a.wait:
+			kind = "wait"
+		}
+		rc := a.role
+		if a.status != http.StatusOK {
+			rc = a.cause
+		}
+		fmt.Fprintf(&b, "%.3f\t%.3f\t%s\t%d\t%s\t%d\t%d\t%s\t%d\t%s\n", a.asked.Sub(start).Seconds(), a.took.Seconds(),
+			kind, a.slot, a.key, a.status, a.value.Count, rc, a.mapAge, strings.ReplaceAll(a.msg, "\t", " "))
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("chaos: the query answers: %w", err)
+	}
+	return nil
 }

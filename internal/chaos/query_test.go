@@ -3,6 +3,8 @@ package chaos
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -62,4 +64,26 @@ func TestQueryCheck(t *testing.T) {
 	}
 	require.InDelta(t, 50, rep.OwnerOnly.Availability(), 0.01)
 	require.Contains(t, rep.String(), "queries mode=continuous query=owner-only asked=13 live=12 answered=6 (50.0%; active 3, standby 1; not_found 2) unavailable=6")
+}
+
+// The answers file has a header and one line per query, in the order
+// asked, with the reply's role or cause and owner map age.
+func TestQueryAnswersFile(t *testing.T) {
+	q := newQueryClient(context.Background(), 1, []string{"127.0.0.1:1"})
+	defer q.close()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	q.answers = []queryAnswer{
+		{key: "b", wait: true, asked: t0.Add(2 * time.Second), took: time.Second, status: http.StatusServiceUnavailable,
+			cause: "group_read_failed", mapAge: 1500, msg: "query: no\towner"},
+		{key: "a", asked: t0.Add(time.Second), took: 10 * time.Millisecond, status: http.StatusOK, value: Agg{Count: 3}, role: "active", mapAge: -1},
+	}
+	path := filepath.Join(t.TempDir(), "queries.tsv")
+	require.NoError(t, q.writeAnswers(path, t0))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		"at\ttook\tkind\tslot\tkey\tstatus\tcount\trole_or_cause\tmap_age_ms\terror",
+		"1.000\t0.010\towner\t0\ta\t200\t3\tactive\t-1\t",
+		"2.000\t1.000\twait\t0\tb\t503\t0\tgroup_read_failed\t1500\tquery: no owner",
+	}, strings.Split(strings.TrimSuffix(string(b), "\n"), "\n"))
 }

@@ -408,6 +408,9 @@ func (s *scenario) checkQueries(ctx context.Context, v *verifier) error {
 	}
 	var r report
 	s.res.Queries = s.q.check(s.cfg.Mode, committed, &r)
+	if err := s.q.writeAnswers(filepath.Join(s.cfg.WorkDir, s.app+"-queries.tsv"), s.start); err != nil {
+		s.logf("%v", err)
+	}
 	for _, t := range []QueryTally{s.res.Queries.OwnerOnly, s.res.Queries.Stale, s.res.Queries.Waiting} {
 		for _, c := range slices.Sorted(maps.Keys(t.Examples)) {
 			s.logf("first 503 %s: %s", c, t.Examples[c])

@@ -172,6 +172,7 @@ func (fr *franzRun) groupOpts() []kgo.Opt {
 		// tryCommit names topics, not topic ids (OffsetCommit v10+).
 		kgo.MaxVersions(commitVersions()),
 	}
+	opts = append(opts, coordinatorOpts(cfg)...)
 	if t := cfg.Tuning; t.MaxPartitionFetchBytes > 0 {
 		opts = append(opts, kgo.FetchMaxPartitionBytes(t.MaxPartitionFetchBytes))
 	}
