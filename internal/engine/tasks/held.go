@@ -106,27 +106,27 @@ func (h *heldSends) full() bool {
 // rounds: each takes the records held so far and sends them without mu,
 // so that the tasks go on meanwhile — their Sends are held behind them
 // (and a Send waiting for room wakes at each round's take). Once a round
-// finds nothing more held, or after releaseRounds rounds, the rest is sent
+// finds no fewer records held than the round before (the tasks outpace
+// the release) or none, or after releaseRounds rounds, the rest is sent
 // and the holding ends under mu, so Sends wait for that last part only;
 // no Send overtakes a held record, and release ends however fast the
-// tasks go on. The first send that fails dooms the transaction (as fail);
+// tasks go on: the rounds run only while they shrink. The first send that fails dooms the transaction (as fail);
 // its error is returned, as is the doom of a transaction already failed.
 // Only the commit behind calls it, one call at a time, and fail and clear
 // never run meanwhile (the engine rewinds only after the commit behind).
 func (h *heldSends) release(send func(kafka.Record) error) error {
+	last := -1 // records of the round before; -1 before the first
 	for range releaseRounds {
 		h.mu.Lock()
-		recs := h.recs
-		h.recs, h.bytes = nil, 0
-		err := h.err
-		h.cond.Broadcast()
-		h.mu.Unlock()
-		if err != nil {
-			return err
-		}
-		if len(recs) == 0 {
+		if h.err != nil || len(h.recs) == 0 || (last >= 0 && len(h.recs) >= last) {
+			h.mu.Unlock()
 			break
 		}
+		recs := h.recs
+		h.recs, h.bytes = nil, 0
+		h.cond.Broadcast()
+		h.mu.Unlock()
+		last = len(recs)
 		for _, r := range recs {
 			if err := send(r); err != nil {
 				h.fail(err) // the records after it are dropped with the transaction
