@@ -18,9 +18,8 @@ import (
 // refuses a record of the next transaction before EndTxn returns. The
 // tasks go on processing the next epoch meanwhile, and their outputs wait
 // here, in the order they were sent; once the next transaction has begun
-// the commit sends them, in order — the Sends meanwhile are held behind
-// them, and wait only while the last few go out — and only then do Sends
-// go to the transaction again, so that no record overtakes one held
+// the commit sends them, in order, while Sends wait, and only then do
+// Sends go to the transaction again, so that no record overtakes one held
 // before it.
 //
 // The records held are bounded (heldRecords, heldBytes): a Send past the
@@ -102,38 +101,12 @@ func (h *heldSends) full() bool {
 }
 
 // release sends the records held, in order, with send, then ends the
-// holding: Sends go to the transaction again. The records go out in
-// rounds: each takes the records held so far and sends them without mu,
-// so that the tasks go on meanwhile — their Sends are held behind them
-// (and a Send waiting for room wakes at each round's take). Once a round
-// finds no fewer records held than the round before (the tasks outpace
-// the release) or none, or after releaseRounds rounds, the rest is sent
-// and the holding ends under mu, so Sends wait for that last part only;
-// no Send overtakes a held record, and release ends however fast the
-// tasks go on: the rounds run only while they shrink. The first send that fails dooms the transaction (as fail);
-// its error is returned, as is the doom of a transaction already failed.
-// Only the commit behind calls it, one call at a time, and fail and clear
-// never run meanwhile (the engine rewinds only after the commit behind).
+// holding: Sends go to the transaction again. It holds mu throughout, so
+// Sends wait meanwhile — none overtakes a held record — and it ends once
+// the records held when it began are sent, however fast the tasks go on.
+// The first send that fails dooms the transaction (as fail); its error is
+// returned, as is the doom of a transaction already failed.
 func (h *heldSends) release(send func(kafka.Record) error) error {
-	last := -1 // records of the round before; -1 before the first
-	for range releaseRounds {
-		h.mu.Lock()
-		if h.err != nil || len(h.recs) == 0 || (last >= 0 && len(h.recs) >= last) {
-			h.mu.Unlock()
-			break
-		}
-		recs := h.recs
-		h.recs, h.bytes = nil, 0
-		h.cond.Broadcast()
-		h.mu.Unlock()
-		last = len(recs)
-		for _, r := range recs {
-			if err := send(r); err != nil {
-				h.fail(err) // the records after it are dropped with the transaction
-				return err
-			}
-		}
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	defer h.cond.Broadcast()
@@ -151,10 +124,6 @@ func (h *heldSends) release(send func(kafka.Record) error) error {
 	h.on = false
 	return nil
 }
-
-// releaseRounds bounds the rounds of a release that send without holding
-// up the tasks' Sends (see release).
-const releaseRounds = 4
 
 // fail dooms the open transaction with err: the records held are dropped
 // and every Send returns err until clear; waiting Sends wake.
