@@ -24,7 +24,10 @@ const (
 var cachedSystems = []string{sysWeirEOSCache, sysWeirMBCache, sysKStreamsEOSCache}
 
 // cached reports whether sys runs with record caches on.
-func cached(sys string) bool { return strings.HasSuffix(sys, "-cache") }
+func cached(sys string) bool {
+	base, _, _ := splitEpoch(sys)
+	return strings.HasSuffix(base, "-cache")
+}
 
 // finals tracks the latest count read for each word of the word count's
 // output and how many words have reached their expected final count.

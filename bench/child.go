@@ -35,10 +35,17 @@ type childArgs struct {
 	// status: the row serves its status page and a reader polls it
 	// (splitStatus).
 	status bool
+	// epoch is the weir rows' epoch interval from the row's name
+	// (splitEpoch).
+	epoch time.Duration
 }
 
 // runChild runs one system until ctx is done (the parent sends SIGTERM).
 func runChild(ctx context.Context, a childArgs) error {
+	var err error
+	if a.system, a.epoch, err = splitEpoch(a.system); err != nil {
+		return err
+	}
 	a.system, a.client = splitClient(a.system)
 	a.system, a.status = splitStatus(a.system)
 	switch a.system {
@@ -106,7 +113,7 @@ func runWeir(ctx context.Context, a childArgs, extra ...weir.Option) error {
 		weir.WithApplicationID(a.app),
 		weir.WithStateDir(a.dir),
 		weir.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
-		weir.WithEpochInterval(100 * time.Millisecond),
+		weir.WithEpochInterval(a.epoch),
 	}
 	opts = append(opts, extra...)
 	if a.client != "" {

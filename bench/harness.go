@@ -335,7 +335,10 @@ func (h *harness) startChild(sys, wl, run, in, out string) (*child, error) {
 	cmd := exec.Command(bin, "-child", childSys, "-workload", wl, "-in", in, "-out", out,
 		"-app", run, "-dir", dir, "-brokers", strings.Join(h.addrs, ","))
 	if isKStreams(sys) {
-		cmd = kstreamsCommand(h.ksJar, sys, wl, strings.Join(h.addrs, ","), in, out, run, dir)
+		if cmd, err = kstreamsCommand(h.ksJar, sys, wl, strings.Join(h.addrs, ","), in, out, run, dir); err != nil {
+			lf.Close()
+			return nil, err
+		}
 	}
 	cmd.Stdout, cmd.Stderr = lf, lf
 	if err := cmd.Start(); err != nil {

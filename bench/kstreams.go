@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 )
 
 // The Kafka Streams rows run bench/kstreams (a small Java app, see its
@@ -15,6 +16,7 @@ const (
 )
 
 func isKStreams(sys string) bool {
+	sys, _, _ = splitEpoch(sys)
 	return sys == sysKStreamsALO || sys == sysKStreamsEOS || sys == sysKStreamsEOSCache
 }
 
@@ -59,7 +61,8 @@ const kstreamsEmbeddedWordCount = "Kafka Streams cannot create or describe its i
 
 // skipReason says why a system's row for a workload is not run, or "".
 func (h *harness) skipReason(sys, wl string) string {
-	if why := h.skip[sys]; why != "" {
+	base, _, _ := splitEpoch(sys)
+	if why := h.skip[base]; why != "" {
 		return why
 	}
 	if isKStreams(sys) && wl == wlWordCount && h.embedded {
@@ -68,7 +71,14 @@ func (h *harness) skipReason(sys, wl string) string {
 	return ""
 }
 
-// kstreamsCommand is the child command line of a Kafka Streams row.
-func kstreamsCommand(jar, sys, wl, brokers, in, out, app, dir string) *exec.Cmd {
-	return exec.Command("java", "-jar", jar, sys, wl, brokers, in, out, app, dir)
+// kstreamsCommand is the child command line of a Kafka Streams row; its
+// epoch segment (splitEpoch) becomes the app's eighth argument,
+// commit.interval.ms.
+func kstreamsCommand(jar, sys, wl, brokers, in, out, app, dir string) (*exec.Cmd, error) {
+	base, epoch, err := splitEpoch(sys)
+	if err != nil {
+		return nil, err
+	}
+	return exec.Command("java", "-jar", jar, base, wl, brokers, in, out, app, dir,
+		strconv.FormatInt(epoch.Milliseconds(), 10)), nil
 }

@@ -61,8 +61,8 @@ public final class Bench {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 7) {
-            System.err.println("usage: SYSTEM WORKLOAD BROKERS IN OUT APP STATEDIR");
+        if (args.length != 7 && args.length != 8) {
+            System.err.println("usage: SYSTEM WORKLOAD BROKERS IN OUT APP STATEDIR [COMMIT_INTERVAL_MS]");
             System.exit(2);
         }
         String system = args[0], workload = args[1], brokers = args[2], in = args[3], out = args[4], app = args[5], dir = args[6];
@@ -76,8 +76,9 @@ public final class Bench {
             case "kstreams-eos", "kstreams-eos-cache" -> p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
             default -> throw new IllegalArgumentException("unknown system " + system);
         }
-        // The same commit interval as weir's epochs for both guarantees.
-        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
+        // The same commit interval as weir's epochs for both guarantees:
+        // 100 ms, or the row's epoch segment (kstreams-eos-10ms).
+        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, args.length == 8 ? Integer.parseInt(args[7]) : 100);
         // kstreams-alo and kstreams-eos: every count update goes downstream,
         // as weir does by default: the record cache (on by default) would
         // suppress intermediate updates and change the number of output
