@@ -166,14 +166,19 @@ type stagedStore struct {
 
 // restore brings the Badger store of spec up to the end of its changelog
 // partition (see catchUp) before the task runs on it, and raises the
-// task's writer generation to the newest the changelog holds.
+// task's writer generation to the newest the changelog holds — but for a
+// task acquired out of the group (Task.outOfGroup): raised, a zombie's
+// records would carry the current owner's generation, and restores would
+// apply them after the owner's (a store gone back in time).
 func (t *Task) restore(ctx context.Context, spec statestore.Spec) error {
 	start := time.Now()
 	c, err := t.rt.catchUp(ctx, spec, t.id.Partition, true)
 	if err != nil {
 		return fmt.Errorf("runtime: restore %q of task %s: %w", spec.Name, t.id, err)
 	}
-	t.writer = max(t.writer, c.writer)
+	if !t.outOfGroup {
+		t.writer = max(t.writer, c.writer)
+	}
 	if c.applied > 0 || c.skipped > 0 {
 		took := time.Since(start)
 		t.rt.log.Info("weir: restored store", "store", spec.Name, "task", t.id.String(), "records", c.applied,

@@ -53,8 +53,16 @@ type Task struct {
 	hold func(kafka.Record)
 	// writer is the generation stamped on the task's changelog records
 	// (see writer.go): the group generation it was acquired in, or the
-	// newest its restore saw if that is newer. Set before ready closes.
+	// newest its restore saw if that is newer — unless it was acquired
+	// without one (outOfGroup). Set before ready closes.
 	writer int32
+	// outOfGroup is set when the claim that acquired the task had no
+	// generation (negative: its member is out of the group — kgo reports
+	// -1 once the coordinator no longer knows it — so the partition is
+	// another member's). Its writer then stays 0, below every owner's: a
+	// restore skips its late changelog records, and its external sink
+	// claim fences nobody (see restore).
+	outOfGroup bool
 	// ext holds the task's external sink state (external.go); nil if its
 	// sub-topology writes none. in and inOffset name the input record
 	// being processed (inOffset -1 outside Process).
@@ -70,7 +78,7 @@ func (ts *Tasks) Acquire(ctx context.Context, id processor.TaskID, generation in
 	ts.mu.Lock()
 	t, ok := ts.m[id]
 	if !ok {
-		t = &Task{id: id, rt: ts.rt, ready: make(chan struct{}), writer: max(generation, 0), inOffset: -1}
+		t = &Task{id: id, rt: ts.rt, ready: make(chan struct{}), writer: max(generation, 0), outOfGroup: generation < 0, inOffset: -1}
 		ts.m[id] = t
 	}
 	t.refs++
