@@ -131,7 +131,7 @@ func (d *Driver) Claim(ctx context.Context, c kafka.Claim, m Mode) error {
 		return fmt.Errorf("%s: claimed topic %q is not read by the topology", d.cfg.Name, c.Topic())
 	}
 	tasks := d.rt.Tasks()
-	task, err := tasks.Acquire(ctx, processor.TaskID{Subtopology: sub, Partition: c.Partition()}, claimGeneration(c))
+	task, err := tasks.AcquireIn(ctx, processor.TaskID{Subtopology: sub, Partition: c.Partition()}, c)
 	if err != nil {
 		return err
 	}

@@ -166,15 +166,21 @@ type stagedStore struct {
 
 // restore brings the Badger store of spec up to the end of its changelog
 // partition (see catchUp) before the task runs on it, and raises the
-// task's writer generation to the newest the changelog holds — but for a
-// task acquired out of the group (Task.outOfGroup): raised, a zombie's
-// records would carry the current owner's generation, and restores would
-// apply them after the owner's (a store gone back in time).
+// task's writer generation to the newest the changelog holds (the group's
+// generations may have restarted, the group deleted and made again) —
+// but for a task acquired out of the group (Task.outOfGroup), or by a
+// member the coordinator no longer knows (replaced): raised, a zombie's
+// records would carry the current owner's generation, restores would
+// apply them after the owner's (a store gone back in time), and its
+// external sink claim would fence the owner.
 func (t *Task) restore(ctx context.Context, spec statestore.Spec) error {
 	start := time.Now()
 	c, err := t.rt.catchUp(ctx, spec, t.id.Partition, true)
 	if err != nil {
 		return fmt.Errorf("runtime: restore %q of task %s: %w", spec.Name, t.id, err)
+	}
+	if c.writer > t.writer && !t.outOfGroup && t.replaced(ctx, c.writer) {
+		t.outOfGroup = true
 	}
 	if !t.outOfGroup {
 		t.writer = max(t.writer, c.writer)
@@ -189,6 +195,28 @@ func (t *Task) restore(ctx context.Context, spec statestore.Spec) error {
 		}
 	}
 	return nil
+}
+
+// replaced reports whether the member that acquired the task with an
+// older generation than newest, the changelog's, is out of the group: the
+// coordinator answers its heartbeat with UNKNOWN_MEMBER_ID (or
+// FENCED_INSTANCE_ID). A claim started from a member's last assignment
+// after it was removed (a process stalled past its session timeout, whose
+// claims a rewind started again) is then a zombie's. Without a session to
+// ask (Acquire), or an answer that does not say so, the member is taken
+// to be in the group.
+func (t *Task) replaced(ctx context.Context, newest int32) bool {
+	if t.session == nil {
+		return false
+	}
+	md := t.session.GroupMetadata()
+	err := t.rt.admin.Heartbeat(ctx, md)
+	if !kafka.MemberGone(err) {
+		return false
+	}
+	t.rt.log.Warn("weir: a task acquired by a member out of its group keeps its generation",
+		"task", t.id.String(), "generation", t.writer, "changelog_generation", newest, "member", md.MemberID, "err", err)
+	return true
 }
 
 // caughtUp is what one catchUp did.

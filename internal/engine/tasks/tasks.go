@@ -63,6 +63,11 @@ type Task struct {
 	// restore skips its late changelog records, and its external sink
 	// claim fences nobody (see restore).
 	outOfGroup bool
+	// session is the group session of the claim that acquired the task
+	// (AcquireIn), asked whether its member is still in the group when
+	// the changelog holds a newer writer generation (see restore); nil
+	// for Acquire. Read while the task opens only.
+	session kafka.Session
 	// ext holds the task's external sink state (external.go); nil if its
 	// sub-topology writes none. in and inOffset name the input record
 	// being processed (inOffset -1 outside Process).
@@ -72,13 +77,29 @@ type Task struct {
 }
 
 // Acquire returns the task id, creating and restoring it if this is its
-// first claim; generation is the group generation of the claim's session.
-// Every successful Acquire must be paired with a Release.
+// first claim; generation is the group generation of the claim's session
+// (negative: its member is out of the group). Every successful Acquire
+// must be paired with a Release.
 func (ts *Tasks) Acquire(ctx context.Context, id processor.TaskID, generation int32) (*Task, error) {
+	return ts.acquire(ctx, id, generation, nil)
+}
+
+// AcquireIn is Acquire for a claim of the group session s, in its
+// member's generation (claimGeneration). If the task's changelog holds a
+// newer writer generation than that one, the coordinator is asked whether
+// the member is still in the group before the task takes that generation
+// (see Task.restore). Every successful AcquireIn must be paired with a
+// Release.
+func (ts *Tasks) AcquireIn(ctx context.Context, id processor.TaskID, s kafka.Session) (*Task, error) {
+	return ts.acquire(ctx, id, claimGeneration(s), s)
+}
+
+func (ts *Tasks) acquire(ctx context.Context, id processor.TaskID, generation int32, s kafka.Session) (*Task, error) {
 	ts.mu.Lock()
 	t, ok := ts.m[id]
 	if !ok {
-		t = &Task{id: id, rt: ts.rt, ready: make(chan struct{}), writer: max(generation, 0), outOfGroup: generation < 0, inOffset: -1}
+		t = &Task{id: id, rt: ts.rt, ready: make(chan struct{}), writer: max(generation, 0), outOfGroup: generation < 0,
+			session: s, inOffset: -1}
 		ts.m[id] = t
 	}
 	t.refs++
