@@ -79,8 +79,9 @@ func (s removedMember) GroupMetadata() kafka.GroupMetadata {
 
 // zombieWrites has an owner (generation 7) count k to 2, a zombie acquire
 // the task (acquire) and restore k=2, the owner count k to 5, then the
-// zombie write its k=3; a restore from the changelog's start must skip
-// the zombie's record: the next owner counts k to 6.
+// zombie process k — it must refuse (ErrRewind): counted to 3 and
+// committed, a restore from the changelog's start would apply it after
+// the owner's 5 — and the next owner count k to 6.
 func zombieWrites(t *testing.T, env *kafkatest.Env, acquire func(*tasks.Tasks, processor.TaskID) (*tasks.Task, error)) {
 	topo, in, out := countTopology(t, env)
 	appID := kafkatest.GroupID(t)
@@ -137,7 +138,12 @@ func zombieWrites(t *testing.T, env *kafkatest.Env, acquire func(*tasks.Tasks, p
 	process(owner, "k", "k") // k=2
 	zombie := start(t.TempDir(), acquire)
 	process(owner, "k", "k", "k") // k=5
-	process(zombie, "k")          // the zombie's k=3, after the owner's k=5
+	// The zombie's k=3, after the owner's k=5: refused (the engine
+	// rewinds, its claims end), and written with the zombie's generation
+	// should a commit carry it anyway.
+	err := zombie.task.Process(ctx, kafka.Record{Topic: in, Partition: 0, Offset: offset, Key: []byte("k"), Value: []byte("k"), Timestamp: time.UnixMilli(offset + 1)})
+	require.ErrorIs(t, err, tasks.ErrRewind, "a zombie's task processed a record")
+	require.NoError(t, zombie.rt.Commit(ctx, tasks.Positions{}, nil))
 	leave(zombie)
 	leave(owner)
 

@@ -57,11 +57,15 @@ type Task struct {
 	// without one (outOfGroup). Set before ready closes.
 	writer int32
 	// outOfGroup is set when the claim that acquired the task had no
-	// generation (negative: its member is out of the group — kgo reports
-	// -1 once the coordinator no longer knows it — so the partition is
-	// another member's). Its writer then stays 0, below every owner's: a
-	// restore skips its late changelog records, and its external sink
-	// claim fences nobody (see restore).
+	// generation (negative: its member is out of the group, see
+	// claimGeneration), or the coordinator no longer knew its member
+	// (Task.replaced): the partition is another member's. Its writer then
+	// stays below the owner's — a restore skips whatever changelog record
+	// it might write, its external sink claim fences nobody — and it
+	// processes nothing: Process rewinds (ErrRewind), so that the claims
+	// start again, acquiring the task anew, once the member rejoined (a
+	// task kept into the member's next generation would write with the
+	// old generation, which restores skip).
 	outOfGroup bool
 	// session is the group session of the claim that acquired the task
 	// (AcquireIn), asked whether its member is still in the group when
@@ -236,6 +240,13 @@ func (t *Task) Process(ctx context.Context, rec kafka.Record) error {
 	defer t.mu.Unlock()
 	if err := t.rt.globalFailed(); err != nil {
 		return err
+	}
+	if t.outOfGroup {
+		// A zombie's claim: nothing it processes may reach Kafka, the
+		// stores or an external sink. The rewind ends the member's claims;
+		// they start again, in a generation, once it rejoined — or not at
+		// all, the partitions being another member's.
+		return fmt.Errorf("%w: task %s was acquired by a member out of its group", ErrRewind, t.id)
 	}
 	t.ctx = ctx
 	t.in, t.inOffset = sink.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}, rec.Offset
