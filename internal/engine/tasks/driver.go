@@ -142,18 +142,20 @@ func (d *Driver) Claim(ctx context.Context, c kafka.Claim, m Mode) error {
 	return m.Claim(ctx, c, task)
 }
 
-// claimGeneration is the group generation a claim acquires its task in:
-// the member's, or -1 when the member is out of its group. franz-go keeps
-// the member's last generation with an empty member id once the
-// coordinator answered UNKNOWN_MEMBER_ID, and a claim started then — the
-// claims of its last assignment start again at once after a rewind ended
-// them — is a zombie's: its task must not write as the partition's owner
-// (see Task.outOfGroup).
-func claimGeneration(s kafka.Session) int32 {
-	if s.MemberID() == "" {
-		return -1
+// claimMembership is the membership a claim acquires its task in, read
+// once: the member's id and generation, or generation -1 when the member
+// is out of its group. franz-go keeps the member's last generation with
+// an empty member id once the coordinator answered UNKNOWN_MEMBER_ID, and
+// a claim started then — the claims of its last assignment start again at
+// once after a rewind ended them — is a zombie's: its task must not write
+// as the partition's owner (see Task.outOfGroup).
+func claimMembership(s kafka.Session) kafka.GroupMetadata {
+	md := s.GroupMetadata()
+	md.MemberID, md.GenerationID = s.MemberID(), s.GenerationID()
+	if md.MemberID == "" {
+		md.GenerationID = -1
 	}
-	return s.GenerationID()
+	return md
 }
 
 // Session returns the group session of the newest claim, nil before the

@@ -37,8 +37,8 @@ func TestAZombieWithoutAGenerationDoesNotWriteAsTheOwner(t *testing.T) {
 // and member id (a process stalled past its session timeout) and starts
 // its claims again — a rewind ended them — acquires the task with its old
 // generation, older than the one the new owner wrote to the changelog.
-// The coordinator no longer knows the member: the task keeps its old
-// generation, and a restore skips its late records.
+// The coordinator no longer knows the member, or its generation is over:
+// the task keeps its old generation and processes nothing.
 func TestARemovedMemberDoesNotTakeTheOwnersGeneration(t *testing.T) {
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		group, topic := kafkatest.GroupID(t), kafkatest.Topic(t)
@@ -58,8 +58,18 @@ func TestARemovedMemberDoesNotTakeTheOwnersGeneration(t *testing.T) {
 			pcancel()
 			require.NoError(t, ctx.Err(), "the consumer never joined its group")
 		}
-		zombieWrites(t, env, func(ts *tasks.Tasks, id processor.TaskID) (*tasks.Task, error) {
-			return ts.AcquireIn(context.Background(), id, removedMember{group: group, member: "removed-member", generation: 5})
+		t.Run("unknown member", func(t *testing.T) {
+			zombieWrites(t, env, func(ts *tasks.Tasks, id processor.TaskID) (*tasks.Task, error) {
+				return ts.AcquireIn(context.Background(), id, removedMember{group: group, member: "removed-member", generation: 5})
+			})
+		})
+		// The member rejoined under the same id in a newer generation: the
+		// claim's generation is over (ILLEGAL_GENERATION).
+		t.Run("older generation", func(t *testing.T) {
+			live, _ := cl.GroupMetadata()
+			zombieWrites(t, env, func(ts *tasks.Tasks, id processor.TaskID) (*tasks.Task, error) {
+				return ts.AcquireIn(context.Background(), id, removedMember{group: group, member: live, generation: 5})
+			})
 		})
 	})
 }

@@ -197,25 +197,27 @@ func (t *Task) restore(ctx context.Context, spec statestore.Spec) error {
 	return nil
 }
 
-// replaced reports whether the member that acquired the task with an
-// older generation than newest, the changelog's, is out of the group: the
-// coordinator answers its heartbeat with UNKNOWN_MEMBER_ID (or
-// FENCED_INSTANCE_ID). A claim started from a member's last assignment
-// after it was removed (a process stalled past its session timeout, whose
-// claims a rewind started again) is then a zombie's. Without a session to
-// ask (Acquire), or an answer that does not say so, the member is taken
-// to be in the group.
+// replaced reports whether the membership that acquired the task with an
+// older generation than newest, the changelog's, is over: the coordinator
+// no longer knows the member (UNKNOWN_MEMBER_ID: removed, a process stalled
+// past its session timeout) or the group has moved past that generation
+// (ILLEGAL_GENERATION) — kafka.Admin.InGeneration. A claim started from a
+// member's last assignment after it lost it (a rewind ended its claims,
+// which start again before the member rejoined) is then a zombie's: the
+// newer generation is its successor's. A generation the coordinator still
+// holds is the group's own, and newest comes from before the group was
+// made again: the task takes it. Without a membership to ask (Acquire),
+// or an answer that does not say, the membership is taken to hold.
 func (t *Task) replaced(ctx context.Context, newest int32) bool {
-	if t.session == nil {
+	if t.member == nil {
 		return false
 	}
-	md := t.session.GroupMetadata()
-	err := t.rt.admin.Heartbeat(ctx, md)
-	if !kafka.MemberGone(err) {
+	in, err := t.rt.admin.InGeneration(ctx, *t.member)
+	if err != nil || in {
 		return false
 	}
-	t.rt.log.Warn("weir: a task acquired by a member out of its group keeps its generation",
-		"task", t.id.String(), "generation", t.writer, "changelog_generation", newest, "member", md.MemberID, "err", err)
+	t.rt.log.Warn("weir: a task acquired in a generation its member is no longer in keeps it",
+		"task", t.id.String(), "generation", t.writer, "changelog_generation", newest, "member", t.member.MemberID)
 	return true
 }
 

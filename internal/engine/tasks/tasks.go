@@ -58,7 +58,7 @@ type Task struct {
 	writer int32
 	// outOfGroup is set when the claim that acquired the task had no
 	// generation (negative: its member is out of the group, see
-	// claimGeneration), or the coordinator no longer knew its member
+	// claimMembership), or the coordinator no longer knew its member
 	// (Task.replaced): the partition is another member's. Its writer then
 	// stays below the owner's — a restore skips whatever changelog record
 	// it might write, its external sink claim fences nobody — and it
@@ -67,11 +67,11 @@ type Task struct {
 	// task kept into the member's next generation would write with the
 	// old generation, which restores skip).
 	outOfGroup bool
-	// session is the group session of the claim that acquired the task
-	// (AcquireIn), asked whether its member is still in the group when
+	// member is the membership the claim that acquired the task read
+	// (AcquireIn): the coordinator is asked whether it still holds when
 	// the changelog holds a newer writer generation (see restore); nil
 	// for Acquire. Read while the task opens only.
-	session kafka.Session
+	member *kafka.GroupMetadata
 	// ext holds the task's external sink state (external.go); nil if its
 	// sub-topology writes none. in and inOffset name the input record
 	// being processed (inOffset -1 outside Process).
@@ -89,21 +89,22 @@ func (ts *Tasks) Acquire(ctx context.Context, id processor.TaskID, generation in
 }
 
 // AcquireIn is Acquire for a claim of the group session s, in its
-// member's generation (claimGeneration). If the task's changelog holds a
+// member's generation (claimMembership). If the task's changelog holds a
 // newer writer generation than that one, the coordinator is asked whether
 // the member is still in the group before the task takes that generation
 // (see Task.restore). Every successful AcquireIn must be paired with a
 // Release.
 func (ts *Tasks) AcquireIn(ctx context.Context, id processor.TaskID, s kafka.Session) (*Task, error) {
-	return ts.acquire(ctx, id, claimGeneration(s), s)
+	md := claimMembership(s)
+	return ts.acquire(ctx, id, md.GenerationID, &md)
 }
 
-func (ts *Tasks) acquire(ctx context.Context, id processor.TaskID, generation int32, s kafka.Session) (*Task, error) {
+func (ts *Tasks) acquire(ctx context.Context, id processor.TaskID, generation int32, member *kafka.GroupMetadata) (*Task, error) {
 	ts.mu.Lock()
 	t, ok := ts.m[id]
 	if !ok {
 		t = &Task{id: id, rt: ts.rt, ready: make(chan struct{}), writer: max(generation, 0), outOfGroup: generation < 0,
-			session: s, inOffset: -1}
+			member: member, inOffset: -1}
 		ts.m[id] = t
 	}
 	t.refs++
