@@ -39,8 +39,10 @@ import (
 // owner. So a task acquired without a generation (the member out of the
 // group: franz-go's empty member id) keeps generation 0, and one acquired
 // with a generation older than its changelog's newest asks the
-// coordinator first (Task.replaced): a member it no longer knows keeps
-// its own. Its records are then skipped, its sink writes fenced.
+// coordinator first (Task.replaced): a member it no longer knows, or a
+// generation the group moved past, keeps its own. Such a task processes
+// nothing (its claims start again once the member rejoined), and any
+// record it wrote would be skipped, its sink writes fenced.
 //
 // A replaced owner's records may also land after the new owner restored
 // but before the new owner's first record: a restore would apply them, the
