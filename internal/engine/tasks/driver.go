@@ -131,7 +131,7 @@ func (d *Driver) Claim(ctx context.Context, c kafka.Claim, m Mode) error {
 		return fmt.Errorf("%s: claimed topic %q is not read by the topology", d.cfg.Name, c.Topic())
 	}
 	tasks := d.rt.Tasks()
-	task, err := tasks.Acquire(ctx, processor.TaskID{Subtopology: sub, Partition: c.Partition()}, c.GenerationID())
+	task, err := tasks.AcquireIn(ctx, processor.TaskID{Subtopology: sub, Partition: c.Partition()}, c)
 	if err != nil {
 		return err
 	}
@@ -140,6 +140,22 @@ func (d *Driver) Claim(ctx context.Context, c kafka.Claim, m Mode) error {
 	d.rt.Track(tp, c.InitialOffset(), c.HighWaterMarkOffset())
 	defer d.rt.Untrack(tp)
 	return m.Claim(ctx, c, task)
+}
+
+// claimMembership is the membership a claim acquires its task in, read
+// once: the member's id and generation, or generation -1 when the member
+// is out of its group. franz-go keeps the member's last generation with
+// an empty member id once the coordinator answered UNKNOWN_MEMBER_ID, and
+// a claim started then — the claims of its last assignment start again at
+// once after a rewind ended them — is a zombie's: its task must not write
+// as the partition's owner (see Task.outOfGroup).
+func claimMembership(s kafka.Session) kafka.GroupMetadata {
+	md := s.GroupMetadata()
+	md.MemberID, md.GenerationID = s.MemberID(), s.GenerationID()
+	if md.MemberID == "" {
+		md.GenerationID = -1
+	}
+	return md
 }
 
 // Session returns the group session of the newest claim, nil before the

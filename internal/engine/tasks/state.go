@@ -166,14 +166,25 @@ type stagedStore struct {
 
 // restore brings the Badger store of spec up to the end of its changelog
 // partition (see catchUp) before the task runs on it, and raises the
-// task's writer generation to the newest the changelog holds.
+// task's writer generation to the newest the changelog holds (the group's
+// generations may have restarted, the group deleted and made again) —
+// but for a task acquired out of the group (Task.outOfGroup), or by a
+// member the coordinator no longer knows (replaced): raised, a zombie's
+// records would carry the current owner's generation, restores would
+// apply them after the owner's (a store gone back in time), and its
+// external sink claim would fence the owner.
 func (t *Task) restore(ctx context.Context, spec statestore.Spec) error {
 	start := time.Now()
 	c, err := t.rt.catchUp(ctx, spec, t.id.Partition, true)
 	if err != nil {
 		return fmt.Errorf("runtime: restore %q of task %s: %w", spec.Name, t.id, err)
 	}
-	t.writer = max(t.writer, c.writer)
+	if c.writer > t.writer && !t.outOfGroup && t.replaced(ctx, c.writer) {
+		t.outOfGroup = true
+	}
+	if !t.outOfGroup {
+		t.writer = max(t.writer, c.writer)
+	}
 	if c.applied > 0 || c.skipped > 0 {
 		took := time.Since(start)
 		t.rt.log.Info("weir: restored store", "store", spec.Name, "task", t.id.String(), "records", c.applied,
@@ -184,6 +195,30 @@ func (t *Task) restore(ctx context.Context, spec statestore.Spec) error {
 		}
 	}
 	return nil
+}
+
+// replaced reports whether the membership that acquired the task with an
+// older generation than newest, the changelog's, is over: the coordinator
+// no longer knows the member (UNKNOWN_MEMBER_ID: removed, a process stalled
+// past its session timeout) or the group has moved past that generation
+// (ILLEGAL_GENERATION) — kafka.Admin.InGeneration. A claim started from a
+// member's last assignment after it lost it (a rewind ended its claims,
+// which start again before the member rejoined) is then a zombie's: the
+// newer generation is its successor's. A generation the coordinator still
+// holds is the group's own, and newest comes from before the group was
+// made again: the task takes it. Without a membership to ask (Acquire),
+// or an answer that does not say, the membership is taken to hold.
+func (t *Task) replaced(ctx context.Context, newest int32) bool {
+	if t.member == nil {
+		return false
+	}
+	in, err := t.rt.admin.InGeneration(ctx, *t.member)
+	if err != nil || in {
+		return false
+	}
+	t.rt.log.Warn("weir: a task acquired in a generation its member is no longer in keeps it",
+		"task", t.id.String(), "generation", t.writer, "changelog_generation", newest, "member", t.member.MemberID)
+	return true
 }
 
 // caughtUp is what one catchUp did.

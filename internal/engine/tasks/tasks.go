@@ -53,8 +53,25 @@ type Task struct {
 	hold func(kafka.Record)
 	// writer is the generation stamped on the task's changelog records
 	// (see writer.go): the group generation it was acquired in, or the
-	// newest its restore saw if that is newer. Set before ready closes.
+	// newest its restore saw if that is newer — unless it was acquired
+	// without one (outOfGroup). Set before ready closes.
 	writer int32
+	// outOfGroup is set when the claim that acquired the task had no
+	// generation (negative: its member is out of the group, see
+	// claimMembership), or the coordinator no longer knew its member
+	// (Task.replaced): the partition is another member's. Its writer then
+	// stays below the owner's — a restore skips whatever changelog record
+	// it might write, its external sink claim fences nobody — and it
+	// processes nothing: Process rewinds (ErrRewind), so that the claims
+	// start again, acquiring the task anew, once the member rejoined (a
+	// task kept into the member's next generation would write with the
+	// old generation, which restores skip).
+	outOfGroup bool
+	// member is the membership the claim that acquired the task read
+	// (AcquireIn): the coordinator is asked whether it still holds when
+	// the changelog holds a newer writer generation (see restore); nil
+	// for Acquire. Read while the task opens only.
+	member *kafka.GroupMetadata
 	// ext holds the task's external sink state (external.go); nil if its
 	// sub-topology writes none. in and inOffset name the input record
 	// being processed (inOffset -1 outside Process).
@@ -64,13 +81,30 @@ type Task struct {
 }
 
 // Acquire returns the task id, creating and restoring it if this is its
-// first claim; generation is the group generation of the claim's session.
-// Every successful Acquire must be paired with a Release.
+// first claim; generation is the group generation of the claim's session
+// (negative: its member is out of the group). Every successful Acquire
+// must be paired with a Release.
 func (ts *Tasks) Acquire(ctx context.Context, id processor.TaskID, generation int32) (*Task, error) {
+	return ts.acquire(ctx, id, generation, nil)
+}
+
+// AcquireIn is Acquire for a claim of the group session s, in its
+// member's generation (claimMembership). If the task's changelog holds a
+// newer writer generation than that one, the coordinator is asked whether
+// the member is still in the group before the task takes that generation
+// (see Task.restore). Every successful AcquireIn must be paired with a
+// Release.
+func (ts *Tasks) AcquireIn(ctx context.Context, id processor.TaskID, s kafka.Session) (*Task, error) {
+	md := claimMembership(s)
+	return ts.acquire(ctx, id, md.GenerationID, &md)
+}
+
+func (ts *Tasks) acquire(ctx context.Context, id processor.TaskID, generation int32, member *kafka.GroupMetadata) (*Task, error) {
 	ts.mu.Lock()
 	t, ok := ts.m[id]
 	if !ok {
-		t = &Task{id: id, rt: ts.rt, ready: make(chan struct{}), writer: max(generation, 0), inOffset: -1}
+		t = &Task{id: id, rt: ts.rt, ready: make(chan struct{}), writer: max(generation, 0), outOfGroup: generation < 0,
+			member: member, inOffset: -1}
 		ts.m[id] = t
 	}
 	t.refs++
@@ -207,6 +241,13 @@ func (t *Task) Process(ctx context.Context, rec kafka.Record) error {
 	defer t.mu.Unlock()
 	if err := t.rt.globalFailed(); err != nil {
 		return err
+	}
+	if t.outOfGroup {
+		// A zombie's claim: nothing it processes may reach Kafka, the
+		// stores or an external sink. The rewind ends the member's claims;
+		// they start again, in a generation, once it rejoined — or not at
+		// all, the partitions being another member's.
+		return fmt.Errorf("%w: task %s was acquired by a member out of its group", ErrRewind, t.id)
 	}
 	t.ctx = ctx
 	t.in, t.inOffset = sink.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}, rec.Offset

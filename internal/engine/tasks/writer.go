@@ -30,6 +30,20 @@ import (
 // generation, so a restore that resumes from it skips them too. Records
 // without the header (older versions of weir) are always applied.
 //
+// The raise must not reach a zombie: a member removed from its group
+// whose claims start again from its last assignment (a rewind ended them)
+// acquires its tasks with its old generation, and raised to the new
+// owner's its records would be the owner's — restores would apply them
+// after the owner's newer ones (an aggregate gone back to an old value),
+// and its external sink claim, in the owner's generation, would fence the
+// owner. So a task acquired without a generation (the member out of the
+// group: franz-go's empty member id) keeps generation 0, and one acquired
+// with a generation older than its changelog's newest asks the
+// coordinator first (Task.replaced): a member it no longer knows, or a
+// generation the group moved past, keeps its own. Such a task processes
+// nothing (its claims start again once the member rejoined), and any
+// record it wrote would be skipped, its sink writes fenced.
+//
 // A replaced owner's records may also land after the new owner restored
 // but before the new owner's first record: a restore would apply them, the
 // new owner's store would not hold them. So under at-least-once a task,
