@@ -197,41 +197,16 @@ func (r *Runtime) replicasAssigned(standby, warmup []kafka.TaskID) {
 // holds (step 1): 0 for a task it runs or released since the last
 // assignment, the sum of its stores' lags for a replica measured since.
 func (r *Runtime) taskLags() map[kafka.TaskID]int64 {
-	plan := r.plan.Load()
-	if plan == nil {
-		return nil
-	}
 	s := r.standby
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[kafka.TaskID]int64{}
-	for sub, st := range r.cfg.Graph.Subtopologies {
-		if sub >= len(plan.Sources) || len(plan.Sources[sub]) == 0 {
-			continue
+	return r.sumPerTask(func(sp badgerstore.StorePartition) (n int64, counted, known bool) {
+		if s.active[sp] > 0 || s.released[sp] {
+			return 0, true, true
 		}
-		topic := slices.Min(plan.Sources[sub])
-		for p := int32(0); p < plan.Partitions[sub]; p++ {
-			var sum int64
-			known, any := true, false
-			for _, spec := range st.Stores {
-				if !spec.Logged {
-					continue
-				}
-				any = true
-				sp := badgerstore.StorePartition{Store: spec.Name, Partition: p}
-				if s.active[sp] > 0 || s.released[sp] {
-					continue
-				}
-				lag, ok := s.lags[sp]
-				known = known && ok
-				sum += lag
-			}
-			if any && known {
-				out[kafka.TaskID{Topic: topic, Partition: p}] = sum
-			}
-		}
-	}
-	return out
+		lag, ok := s.lags[sp]
+		return lag, true, ok
+	})
 }
 
 // taskSizes returns the size of each stateful task this member runs: the
@@ -239,13 +214,29 @@ func (r *Runtime) taskLags() map[kafka.TaskID]int64 {
 // holding none of its state would restore (Kafka Streams' end offset
 // sums). A task whose stores have no position yet (restoring) is left out.
 func (r *Runtime) taskSizes() map[kafka.TaskID]int64 {
-	plan := r.plan.Load()
-	if plan == nil || r.db == nil {
+	if r.db == nil {
 		return nil
 	}
 	s := r.standby
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return r.sumPerTask(func(sp badgerstore.StorePartition) (n int64, counted, known bool) {
+		if s.active[sp] == 0 {
+			return 0, false, true
+		}
+		pos, ok, err := r.db.Checkpoint(sp.Store, sp.Partition)
+		return pos.Offset, true, ok && err == nil
+	})
+}
+
+// sumPerTask sums count over the logged store partitions of each stateful
+// task of the plan, by task. A task is in the result when count counted at
+// least one of its store partitions and knew every one it counted.
+func (r *Runtime) sumPerTask(count func(sp badgerstore.StorePartition) (n int64, counted, known bool)) map[kafka.TaskID]int64 {
+	plan := r.plan.Load()
+	if plan == nil {
+		return nil
+	}
 	out := map[kafka.TaskID]int64{}
 	for sub, st := range r.cfg.Graph.Subtopologies {
 		if sub >= len(plan.Sources) || len(plan.Sources[sub]) == 0 {
@@ -254,18 +245,18 @@ func (r *Runtime) taskSizes() map[kafka.TaskID]int64 {
 		topic := slices.Min(plan.Sources[sub])
 		for p := int32(0); p < plan.Partitions[sub]; p++ {
 			var sum int64
-			known, any := true, false
+			allKnown, any := true, false
 			for _, spec := range st.Stores {
-				sp := badgerstore.StorePartition{Store: spec.Name, Partition: p}
-				if !spec.Logged || s.active[sp] == 0 {
+				if !spec.Logged {
 					continue
 				}
-				any = true
-				pos, ok, err := r.db.Checkpoint(spec.Name, p)
-				known = known && ok && err == nil
-				sum += pos.Offset
+				n, counted, known := count(badgerstore.StorePartition{Store: spec.Name, Partition: p})
+				if !counted {
+					continue
+				}
+				any, allKnown, sum = true, allKnown && known, sum+n
 			}
-			if any && known {
+			if any && allKnown {
 				out[kafka.TaskID{Topic: topic, Partition: p}] = sum
 			}
 		}
