@@ -80,6 +80,13 @@ func Open(dir string, opts Options) (*Log, error) {
 		}
 		return nil, fmt.Errorf("offsets: open %s: %w", dir, err)
 	}
+	removed, err := statedir.RemoveEmptyMemtables(dir)
+	if err != nil {
+		return fail(err)
+	}
+	if len(removed) > 0 {
+		logger.Info("offsets: removed the empty memtable logs a killed process left", "dir", dir, "files", removed)
+	}
 	// Badger panics on some damaged tables (one cut short, say), in
 	// goroutines of its own: each table is opened and its checksums
 	// checked here first, where a panic is recovered as damage.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -673,4 +674,27 @@ func TestOpenDamaged(t *testing.T) {
 			require.ErrorContains(t, err, dir)
 		})
 	}
+}
+
+// A killed process can leave an empty memtable log (.mem), which Badger's
+// own Open refuses; it holds nothing, so the log opens with its entries.
+func TestOpenWithAnEmptyMemtable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "offsets")
+	l, err := Open(dir, Options{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	w, err := l.Namespace("app")
+	require.NoError(t, err)
+	for i := range int64(50) {
+		require.NoError(t, w.AppendEpoch(ctx, Epoch{Epoch: i}))
+	}
+	require.NoError(t, l.Close())
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "00099.mem"), nil, 0o644))
+
+	l = openAt(t, dir, 0)
+	w, err = l.Namespace("app")
+	require.NoError(t, err)
+	last, ok, err := w.LatestEpoch()
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(49), last.Epoch)
 }

@@ -136,3 +136,33 @@ func TestSetAsideKeeps(t *testing.T) {
 }
 
 func timeAt(s int) time.Time { return time.Date(2026, 1, 1, 0, 0, s, 0, time.UTC) }
+
+// TestOpenWithAnEmptyMemtable: a process killed while Badger creates or
+// deletes a memtable's log leaves an empty .mem file, which Badger's own
+// Open refuses ("Create a new file"). It holds nothing, so the directory
+// opens with its state instead of being set aside and rebuilt.
+func TestOpenWithAnEmptyMemtable(t *testing.T) {
+	quiet := badgerstore.Options{Logger: slog.New(slog.DiscardHandler)}
+	dir := filepath.Join(t.TempDir(), "stores")
+	db, err := badgerstore.Open(dir, quiet)
+	require.NoError(t, err)
+	kv := openKV(t, db, "counts", 0)
+	for i := range 2000 {
+		require.NoError(t, kv.Put([]byte(fmt.Sprintf("key-%05d", i)), []byte(fmt.Sprint(i))))
+	}
+	require.NoError(t, db.Close())
+	empty := filepath.Join(dir, "00099.mem")
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
+
+	db, err = badgerstore.Open(dir, quiet)
+	require.NoError(t, err)
+	defer db.Close()
+	kv = openKV(t, db, "counts", 0)
+	for _, i := range []int{0, 1234, 1999} {
+		v, ok, err := kv.Get([]byte(fmt.Sprintf("key-%05d", i)))
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, fmt.Sprint(i), string(v))
+	}
+	require.NoFileExists(t, empty)
+}

@@ -129,6 +129,15 @@ func Open(dir string, opts Options) (*DB, error) {
 	if d := statedir.Marked(dir); d != nil && !opts.ReadOnly {
 		return fail(d)
 	}
+	if !opts.ReadOnly {
+		removed, err := statedir.RemoveEmptyMemtables(dir)
+		if err != nil {
+			return fail(err)
+		}
+		if len(removed) > 0 {
+			logger.Info("badgerstore: removed the empty memtable logs a killed process left", "files", removed)
+		}
+	}
 	// Badger panics on some damaged tables (one cut short, say), in
 	// goroutines of its own: each table is opened and its checksums
 	// checked here first, where a panic is recovered as damage.
