@@ -16,8 +16,10 @@ import (
 // batch:
 //
 //  1. The batches are applied one at a time, in changelog order, each
-//     with its checkpoint in the same Apply: a checkpoint is never ahead
-//     of its rows (badgerstore.DB.Apply).
+//     with its checkpoint: in the same Apply, or — a catch-up from an
+//     empty partition — by ApplyFresh after the batch's rows; a
+//     checkpoint is never ahead of its rows (badgerstore.DB.Apply,
+//     badgerstore.DB.ApplyFresh).
 //  2. A catch-up that stops — its context ended, a fetch failed, an Apply
 //     failed — leaves the batches applied so far, and the checkpoint of
 //     the last of them; the batch being filled is dropped, a batch queued
@@ -46,8 +48,15 @@ type restoreBatchOf struct {
 
 // applier applies a catch-up's batches in order on its own goroutine.
 type applier struct {
-	db      *badgerstore.DB
-	sp      badgerstore.StorePartition
+	db *badgerstore.DB
+	sp badgerstore.StorePartition
+	// fresh: the catch-up began from an empty partition (no checkpoint,
+	// the partition dropped), so its batches go through
+	// badgerstore.DB.ApplyFresh, which is exact only while every row of
+	// the partition is one this catch-up wrote (see there): a catch-up
+	// from a checkpoint — a standby's, a restart's — applies on top of
+	// rows others wrote, with Apply.
+	fresh   bool
 	applied func(n int)  // after each Apply: how many changes it wrote
 	before  func() error // if not nil, before each Apply; its error fails it
 
@@ -58,9 +67,9 @@ type applier struct {
 }
 
 // startApplier starts the applier of one catch-up of sp.
-func startApplier(db *badgerstore.DB, sp badgerstore.StorePartition, before func() error, applied func(n int)) *applier {
+func startApplier(db *badgerstore.DB, sp badgerstore.StorePartition, fresh bool, before func() error, applied func(n int)) *applier {
 	a := &applier{
-		db: db, sp: sp, before: before, applied: applied,
+		db: db, sp: sp, fresh: fresh, before: before, applied: applied,
 		// One batch queued while one is applied: the reader runs at most
 		// two batches ahead of Badger.
 		queue: make(chan restoreBatchOf, 1),
@@ -78,7 +87,11 @@ func (a *applier) run() {
 			a.err = a.before()
 		}
 		if a.err == nil { // after a failure, drain the queue without writing
-			a.err = a.db.Apply(b.changes, map[badgerstore.StorePartition]badgerstore.Position{a.sp: b.to})
+			if a.fresh {
+				a.err = a.db.ApplyFresh(b.changes, a.sp, b.to)
+			} else {
+				a.err = a.db.Apply(b.changes, map[badgerstore.StorePartition]badgerstore.Position{a.sp: b.to})
+			}
 			if a.err == nil {
 				a.applied(len(b.changes))
 			}

@@ -24,7 +24,9 @@ import (
 // batch's Badger write failing — leaves a checkpoint at the end of the
 // last batch it applied, and the next restore reads on from there: the
 // store then holds each key's last value in the changelog, and none of the
-// keys whose last record is a tombstone.
+// keys whose last record is a tombstone. The first restore starts from an
+// empty store, so its batches go through badgerstore.DB.ApplyFresh; the
+// second, from its checkpoint, through Apply over them.
 func TestRestoreStoppedMidBatchResumes(t *testing.T) {
 	for _, stop := range []string{"cancelled", "apply failed"} {
 		t.Run(stop, func(t *testing.T) {

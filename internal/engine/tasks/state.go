@@ -290,7 +290,7 @@ func (r *Runtime) catchUp(ctx context.Context, spec statestore.Spec, p int32, re
 		return caughtUp{writer: from.Writer}, nil
 	}
 	sp := badgerstore.StorePartition{Store: spec.Name, Partition: p}
-	ap := startApplier(db, sp, r.beforeRestoreApply, func(n int) {
+	ap := startApplier(db, sp, !ok, r.beforeRestoreApply, func(n int) {
 		r.stats.Restored.Add(int64(n))
 		if !restore {
 			r.stats.Replicated.Add(int64(n))
