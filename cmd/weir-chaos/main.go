@@ -104,6 +104,19 @@ func run() int {
 		}
 	}
 
+	// The PostgreSQL branches asked for but without a database would run
+	// the suite without them, and a CI line that means to check the sink
+	// would pass having checked nothing: refused instead.
+	pgOn := os.Getenv(chaos.PostgresEnv) == "1"
+	if pgOn && os.Getenv("WEIR_POSTGRES_DSN") == "" {
+		fmt.Fprintln(os.Stderr, "weir-chaos: "+chaos.PostgresEnv+"=1 but WEIR_POSTGRES_DSN is not set (bash scripts/postgres/start.sh starts a server and prints it)")
+		return 2
+	}
+	if *dbRestarts > 0 && !pgOn {
+		fmt.Fprintln(os.Stderr, "weir-chaos: -db-restarts needs the PostgreSQL branches ("+chaos.PostgresEnv+"=1 and WEIR_POSTGRES_DSN)")
+		return 2
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	exe, err := os.Executable()

@@ -84,3 +84,30 @@ func TestPostgresOptionsWaitForTheDatabase(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.GreaterOrEqual(t, time.Since(start), 1400*time.Millisecond, "it waited for the database")
 }
+
+// The verifier's check of the tables and their drop wait for a database
+// that is down (another run sharing the server restarting it) rather
+// than failing the scenario at once.
+func TestTheRunnerWaitsForTheDatabase(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	t.Setenv(postgresEnv, fmt.Sprintf("postgres://weir@%s/weir?sslmode=disable&connect_timeout=2", addr))
+	t.Setenv(PostgresEnv, "1")
+	topics := Topics{In: "in"}
+	for name, f := range map[string]func(context.Context) error{
+		"check": func(ctx context.Context) error {
+			var r report
+			return (&verifier{topics: topics, exp: &expectation{}}).checkPostgres(ctx, &r)
+		},
+		"drop": func(ctx context.Context) error { return dropPostgres(ctx, topics) },
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		start := time.Now()
+		err := f(ctx)
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded, name)
+		require.GreaterOrEqual(t, time.Since(start), 1400*time.Millisecond, "%s waited for the database", name)
+	}
+}

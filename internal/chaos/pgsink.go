@@ -188,13 +188,29 @@ func dropPostgres(ctx context.Context, t Topics) error {
 	if prefix == "" {
 		return nil
 	}
-	conn, err := pgx.Connect(ctx, os.Getenv(postgresEnv))
+	conn, err := connectPG(ctx)
 	if err != nil {
-		return fmt.Errorf("chaos: connect to %s: %w", postgresEnv, err)
+		return err
 	}
 	defer conn.Close(context.Background())
 	if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+prefix+"_accounts, "+prefix+"_audit"); err != nil {
 		return fmt.Errorf("chaos: drop the scenario's tables: %w", err)
 	}
 	return nil
+}
+
+// connectPG connects the runner (the verifier, the tables' drop) to the
+// database, waiting for it (untilUp) while it is down: another scenario
+// or run sharing the server may be restarting it (-db-restarts).
+func connectPG(ctx context.Context) (*pgx.Conn, error) {
+	var conn *pgx.Conn
+	err := untilUp(ctx, func() error {
+		var err error
+		conn, err = pgx.Connect(ctx, os.Getenv(postgresEnv))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("chaos: connect to %s: %w", postgresEnv, err)
+	}
+	return conn, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -29,9 +28,9 @@ func (v *verifier) checkPostgres(ctx context.Context, r *report) error {
 	if prefix == "" {
 		return nil
 	}
-	conn, err := pgx.Connect(ctx, os.Getenv(postgresEnv))
+	conn, err := connectPG(ctx) // waits while the database is down
 	if err != nil {
-		return fmt.Errorf("chaos: connect to %s: %w", postgresEnv, err)
+		return err
 	}
 	defer conn.Close(context.Background())
 	if err := v.checkPGAccounts(ctx, conn, prefix+"_accounts", r); err != nil {

@@ -18,10 +18,23 @@ bin=$(cat "$run/bindir")
 as() { "$@"; }
 ((EUID == 0)) && as() { runuser -u "$osuser" -- "$@"; }
 
+running() { as "$bin/pg_ctl" -D "$run/data" status >/dev/null 2>&1; }
+
+# Both verbs are idempotent: two runs sharing the server (two weir-chaos
+# runs with -db-restarts on one machine) may take it down or bring it up
+# at the same time, or one while the other has; a verb whose end state
+# already holds, or holds after its pg_ctl failed (the other run's got
+# there first), succeeds.
 case ${1:-} in
-down) as "$bin/pg_ctl" -D "$run/data" -m fast -w -t 30 stop >&2 ;;
+down)
+  running || { echo "postgres: already down" >&2; exit 0; }
+  as "$bin/pg_ctl" -D "$run/data" -m fast -w -t 30 stop >&2 || ! running || die "the server did not stop"
+  ;;
 # restart on a stopped server starts it with the options of its last
 # start (postmaster.opts).
-up) as "$bin/pg_ctl" -D "$run/data" -l "$run/postgres.log" -w -t 60 restart >&2 ;;
+up)
+  running && { echo "postgres: already up" >&2; exit 0; }
+  as "$bin/pg_ctl" -D "$run/data" -l "$run/postgres.log" -w -t 60 restart >&2 || running || die "the server did not start"
+  ;;
 *) die "usage: outage.sh down|up" ;;
 esac
