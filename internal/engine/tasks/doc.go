@@ -11,15 +11,18 @@
 //
 // A Runtime has three callers, each with its own part:
 //
-//   - The engines build it (New; EnableExactlyOnce under exactly-once;
-//     ApplyStateBehind), call Prepare once — the preflight (preflight.go:
-//     every source and sink topic exists, each sub-topology's sources are
-//     co-partitioned, existing internal topics fit, the cluster has
-//     exactly-once's transactional features) and the creation of the
-//     internal topics — join the group with GroupConfig, take a task per
-//     claimed partition (Tasks, tasks.go: Acquire restores its stores,
-//     state.go and rebuild.go; Release drops it), feed it records
-//     (Task.Process) and commit: Commit (commit.go) with the tasks
+//   - The application builds it (New; EnableExactlyOnce under
+//     exactly-once) and an engine takes it (ApplyStateBehind), then works
+//     through its role (tasks.EngineRole inside epochs.Runtime or
+//     batches.Runtime). The engine's Driver (driver.go) calls Prepare
+//     once — the preflight (preflight.go: every source and sink topic
+//     exists, each sub-topology's sources are co-partitioned, existing
+//     internal topics fit, the cluster has exactly-once's transactional
+//     features) and the creation of the internal topics — joins the group
+//     (groupConfig) and takes a task per claimed partition (Tasks,
+//     tasks.go: Acquire restores its stores, state.go and rebuild.go;
+//     Release drops it). The engine feeds each task records
+//     (Task.Process) and commits: Commit (commit.go) with the tasks
 //     stopped, or CutBehind and CommitBehind (cut.go, commit_behind.go)
 //     while they go on. A commit's error that wraps ErrRewind sends every
 //     task back to the committed offsets (Rewind, RewindBehind).
@@ -32,7 +35,7 @@
 //     plan, readiness, and the stores' committed rows.
 //
 // What the engines observe (commit phases, lags, restoring tasks) is in
-// observe.go; the bad-record policy in badrecords.go; the errors in
+// observe.go, read by the metrics through metrics.Source; the bad-record policy in badrecords.go; the errors in
 // errors.go.
 //
 // # A continuous exactly-once epoch
