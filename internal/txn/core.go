@@ -1,12 +1,10 @@
 package txn
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -404,27 +402,4 @@ func (s *core[P]) getState() state {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.state
-}
-
-// commitPartitions validates the arguments of Commit and returns the
-// partitions of offsets, sorted by topic and partition (the order of a
-// TxnOffsetCommit request); nil without offsets.
-func commitPartitions(offsets map[TopicPartition]int64, gm kafka.GroupMetadata) ([]TopicPartition, error) {
-	if len(offsets) == 0 {
-		return nil, nil
-	}
-	if gm.GroupID == "" {
-		return nil, fmt.Errorf("exactlyonce: commit: offsets without a group id")
-	}
-	tps := make([]TopicPartition, 0, len(offsets))
-	for tp, off := range offsets {
-		if tp.Topic == "" || tp.Partition < 0 || off < 0 {
-			return nil, fmt.Errorf("exactlyonce: commit: invalid offset %d for partition %q/%d", off, tp.Topic, tp.Partition)
-		}
-		tps = append(tps, tp)
-	}
-	slices.SortFunc(tps, func(a, b TopicPartition) int {
-		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
-	return tps, nil
 }
