@@ -167,6 +167,7 @@ func waitForCounts(t *testing.T, env *kafkatest.Env, topic string, want map[stri
 // the result is exact under both guarantees: every word's counts in the
 // output, read read_committed, are 1, 2, ..., n, each once.
 func TestThreeInstancesShareAndHandOverPartitions(t *testing.T) {
+	kafkatest.Long(t) // three instances, both guarantees: .ci/run runs it (WEIR_LONG_TESTS=1)
 	for _, g := range []weir.Guarantee{weir.AtLeastOnce, weir.ExactlyOnce} {
 		t.Run(g.String(), func(t *testing.T) {
 			kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {

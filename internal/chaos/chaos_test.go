@@ -32,6 +32,7 @@ func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
+	kafkatest.Long(t) // child processes killed and restarted: CI runs it (WEIR_LONG_TESTS=1)
 	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
 	var log strings.Builder
 	res := chaos.Run(t.Context(), chaos.Config{
@@ -133,6 +134,7 @@ func TestQuerySmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
+	kafkatest.Long(t) // child processes killed and restarted: CI runs it (WEIR_LONG_TESTS=1)
 	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
 	var log strings.Builder
 	res := chaos.Run(t.Context(), chaos.Config{

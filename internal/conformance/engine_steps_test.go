@@ -37,6 +37,7 @@ func TestContinuousEngineStepByStep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs an application on a broker")
 	}
+	kafkatest.Long(t) // minutes on a busy machine: CI runs it (WEIR_LONG_TESTS=1)
 	if raceEnabled {
 		// Every script in one application, one committed step at a time,
 		// with restarts: minutes under the race detector. The engines run

@@ -29,6 +29,7 @@ func TestEnginesMatchTopologytest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two applications on a broker")
 	}
+	kafkatest.Long(t) // minutes on a busy machine: CI runs it (WEIR_LONG_TESTS=1)
 	paths, err := conformance.Paths("scripts")
 	require.NoError(t, err)
 	var scripts []*conformance.Script

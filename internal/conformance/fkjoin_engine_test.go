@@ -26,6 +26,7 @@ func TestForeignKeyJoinOnEngines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs applications on a broker")
 	}
+	kafkatest.Long(t) // minutes on a busy machine: CI runs it (WEIR_LONG_TESTS=1)
 	modes := []struct {
 		name string
 		opts []weir.Option

@@ -22,6 +22,11 @@
 //     AddOffsetsToTxn round trip is made and every EndTxn bumps the epoch,
 //     which fences a delayed copy of a request without a re-initialization.
 //
+// Both run on one state machine (core.go: the states, the locking, the
+// producer's initialization, Begin, Send's checks, the abort and Close);
+// each library adds how records reach its client and how Commit ends a
+// transaction.
+//
 // It speaks internal/kafka's types (Config, Record, GroupMetadata) so that
 // the runtime uses it without a conversion per record; package exactlyonce
 // wraps it with public types and documents the protocol.

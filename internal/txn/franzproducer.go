@@ -1,7 +1,6 @@
 package txn
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -507,22 +506,10 @@ func (h *franzHooks) OnBrokerRead(_ kgo.BrokerMetadata, _ int16, _ int, _, _ tim
 // TxnOffsetCommit request of the offsets (without the producer's id and
 // epoch); nil without offsets.
 func offsetsOf(offsets map[TopicPartition]int64, gm kafka.GroupMetadata) (*kmsg.TxnOffsetCommitRequest, error) {
-	if len(offsets) == 0 {
-		return nil, nil
+	tps, err := commitPartitions(offsets, gm)
+	if err != nil || tps == nil {
+		return nil, err
 	}
-	if gm.GroupID == "" {
-		return nil, fmt.Errorf("exactlyonce: commit: offsets without a group id")
-	}
-	tps := make([]TopicPartition, 0, len(offsets))
-	for tp, off := range offsets {
-		if tp.Topic == "" || tp.Partition < 0 || off < 0 {
-			return nil, fmt.Errorf("exactlyonce: commit: invalid offset %d for partition %q/%d", off, tp.Topic, tp.Partition)
-		}
-		tps = append(tps, tp)
-	}
-	slices.SortFunc(tps, func(a, b TopicPartition) int {
-		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
 	req := kmsg.NewPtrTxnOffsetCommitRequest()
 	req.Group, req.Generation, req.MemberID = gm.GroupID, gm.GenerationID, gm.MemberID
 	if gm.InstanceID != "" {

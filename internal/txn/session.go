@@ -1,7 +1,10 @@
 package txn
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/weirstream/weir/internal/kafka"
@@ -18,6 +21,29 @@ type TopicPartition struct {
 // String returns "topic-partition", as Kafka prints a partition.
 func (tp TopicPartition) String() string {
 	return tp.Topic + "-" + strconv.FormatInt(int64(tp.Partition), 10)
+}
+
+// commitPartitions validates the arguments of Commit and returns the
+// partitions of offsets, sorted by topic and partition (the order of a
+// TxnOffsetCommit request); nil without offsets.
+func commitPartitions(offsets map[TopicPartition]int64, gm kafka.GroupMetadata) ([]TopicPartition, error) {
+	if len(offsets) == 0 {
+		return nil, nil
+	}
+	if gm.GroupID == "" {
+		return nil, fmt.Errorf("exactlyonce: commit: offsets without a group id")
+	}
+	tps := make([]TopicPartition, 0, len(offsets))
+	for tp, off := range offsets {
+		if tp.Topic == "" || tp.Partition < 0 || off < 0 {
+			return nil, fmt.Errorf("exactlyonce: commit: invalid offset %d for partition %q/%d", off, tp.Topic, tp.Partition)
+		}
+		tps = append(tps, tp)
+	}
+	slices.SortFunc(tps, func(a, b TopicPartition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return tps, nil
 }
 
 // Session is a transactional producer: one transactional id, one

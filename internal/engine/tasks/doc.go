@@ -11,15 +11,18 @@
 //
 // A Runtime has three callers, each with its own part:
 //
-//   - The engines build it (New; EnableExactlyOnce under exactly-once;
-//     ApplyStateBehind), call Prepare once — the preflight (preflight.go:
-//     every source and sink topic exists, each sub-topology's sources are
-//     co-partitioned, existing internal topics fit, the cluster has
-//     exactly-once's transactional features) and the creation of the
-//     internal topics — join the group with GroupConfig, take a task per
-//     claimed partition (Tasks, tasks.go: Acquire restores its stores,
-//     state.go and rebuild.go; Release drops it), feed it records
-//     (Task.Process) and commit: Commit (commit.go) with the tasks
+//   - The application builds it (New; EnableExactlyOnce under
+//     exactly-once) and an engine takes it (ApplyStateBehind), then works
+//     through its role (tasks.EngineRole inside epochs.Runtime or
+//     batches.Runtime). The engine's Driver (driver.go) calls Prepare
+//     once — the preflight (preflight.go: every source and sink topic
+//     exists, each sub-topology's sources are co-partitioned, existing
+//     internal topics fit, the cluster has exactly-once's transactional
+//     features) and the creation of the internal topics — joins the group
+//     (groupConfig) and takes a task per claimed partition (Tasks,
+//     tasks.go: Acquire restores its stores, state.go and rebuild.go;
+//     Release drops it). The engine feeds each task records
+//     (Task.Process) and commits: Commit (commit.go) with the tasks
 //     stopped, or CutBehind and CommitBehind (cut.go, commit_behind.go)
 //     while they go on. A commit's error that wraps ErrRewind sends every
 //     task back to the committed offsets (Rewind, RewindBehind).
@@ -32,15 +35,19 @@
 //     plan, readiness, and the stores' committed rows.
 //
 // What the engines observe (commit phases, lags, restoring tasks) is in
-// observe.go; the bad-record policy in badrecords.go; the errors in
+// observe.go, read by the metrics through metrics.Source; the bad-record policy in badrecords.go; the errors in
 // errors.go.
 //
 // # A continuous exactly-once epoch
 //
 // The steps one input record R goes through, from its claim to Badger.
-// Each names the function that does it; the files come in this order and
-// each once (the engine's epoch end drives steps 4, 5 and 8, and
-// CommitBehind steps 6 and 7, as their caller):
+// Each names the function that does it and the file it is in; the files
+// come in this order (the engine's epoch end drives steps 4, 5 and 8, and
+// CommitBehind steps 6 and 7, as their caller). The guarantee's hooks that
+// the cut and the commit call (committer.startCut, changelogsAtCut,
+// endCut, behindCommitted: exactly_once.go, held.go) and the layers' queue
+// (stateLayers, layers.go) are reached through their types from the step
+// that names them:
 //
 //  1. Claim (internal/engine/epochs/engine.go). Engine.Claim takes R from
 //     its partition's claim, read_committed, and under the engine's
@@ -57,17 +64,22 @@
 //  4. Cut (cut.go). At the epoch interval Engine.endEpoch takes the
 //     exclusive barrier — every claim stopped between two records — runs
 //     the wall-clock punctuators, reads the positions (the next offset of
-//     every claimed partition) and calls Runtime.CutBehind. Its cut:
-//     committer.startCut (a record held during the previous commit that
-//     failed dooms this epoch: ErrRewind), flushCaches (the record caches'
-//     outputs into the transaction), flushChangelogs (the changelog
-//     records into it), freezeStaged (the staging layers frozen pending:
-//     read by the tasks, not by queries), stateLayers.cutPending, and
-//     committer.endCut (txnOutput: the Sends from now on are held). The
-//     barrier is released; the claims go on with the next epoch.
+//     every claimed partition) and calls Runtime.CutBehind. Its cut
+//     (Runtime.cut): StateApplyFailed (a layer that did not reach Badger
+//     stops the engine), committer.startCut (a record held during the
+//     previous commit that failed dooms this epoch: ErrRewind),
+//     flushCaches (the record caches' outputs into the transaction),
+//     committer.changelogsAtCut (exactly-once: at the cut),
+//     flushChangelogs (the changelog records into it), freezeStaged (the
+//     staging layers frozen pending: read by the tasks, not by queries),
+//     stateLayers.cutPending, and committer.endCut (txnOutput: the Sends
+//     from now on are held). The barrier is released; the claims go on
+//     with the next epoch.
 //  5. Commit behind (commit_behind.go). Engine.goBehind runs
 //     Runtime.CommitBehind in the background (a stop lets it finish for
-//     EpochCut.StopGrace). commitCut decides the epoch: committer.commit.
+//     EpochCut.StopGrace). commitCut decides the epoch (with the layers
+//     earlier at-least-once commits kept: stateLayers.takeKept):
+//     sendChangelogs (exactly-once: none is held), then committer.commit.
 //  6. Transaction (exactly_once.go). txnOutput.commit ends the open
 //     transaction with the positions as the group's offsets and the
 //     member's group metadata (KIP-447: a fenced member's commit fails):
@@ -78,11 +90,13 @@
 //  7. State (layers.go). With the epoch committed, commitCut marks its
 //     layer committed (epochLayer.commit: queries read it from now) and
 //     applyFrozen reads its checkpoints (the offsets Kafka acknowledged
-//     for this member's changelog records, committer.acked) and queues
-//     it; the applier writes its rows and checkpoints into Badger in one
-//     batch (applyLayer, badgerstore.DB.Apply) and drops the layer. R's
-//     state is now in Badger. commitCut then releases the records held
-//     since step 4 into the new transaction (committer.behindCommitted).
+//     for this member's changelog records, committer.acked); applyLayer
+//     writes its rows and checkpoints into Badger in one batch
+//     (badgerstore.DB.Apply) and drops the layer — at once, or, after
+//     ApplyStateBehind (as the engines run), on the applier that
+//     applyFrozen queues it for. R's state is now in Badger. commitCut
+//     then releases the records held since step 4 into the new
+//     transaction (committer.behindCommitted: txnOutput.release).
 //  8. Progress (internal/engine/epochs/epochlog.go). Engine.committed
 //     hands the epoch to the epoch log (epochWriter.add,
 //     offsets.WAL.AppendEpoch) and reports its progress.

@@ -72,7 +72,7 @@ func (d *Driver) Run(ctx context.Context, m Mode) error {
 		}
 		return err
 	}
-	group, err := kafka.NewGroup(d.rt.GroupConfig(d.Report))
+	group, err := kafka.NewGroup(d.rt.groupConfig(d.Report))
 	if err != nil {
 		return fmt.Errorf("%s: %w", d.cfg.Name, err)
 	}
@@ -138,7 +138,7 @@ func (d *Driver) Claim(ctx context.Context, c kafka.Claim, m Mode) error {
 	defer tasks.Release(task)
 	tp := offsets.TopicPartition{Topic: c.Topic(), Partition: c.Partition()}
 	d.rt.Track(tp, c.InitialOffset(), c.HighWaterMarkOffset())
-	defer d.rt.Untrack(tp)
+	defer d.rt.untrack(tp)
 	return m.Claim(ctx, c, task)
 }
 

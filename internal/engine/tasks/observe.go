@@ -148,8 +148,8 @@ func (r *Runtime) Track(tp offsets.TopicPartition, next, end int64) {
 	r.lag.mu.Unlock()
 }
 
-// Untrack forgets a partition whose claim ended.
-func (r *Runtime) Untrack(tp offsets.TopicPartition) {
+// untrack forgets a partition whose claim ended.
+func (r *Runtime) untrack(tp offsets.TopicPartition) {
 	r.lag.mu.Lock()
 	delete(r.lag.m, tp)
 	r.lag.mu.Unlock()

@@ -235,10 +235,10 @@ func (r *Runtime) Prepare(ctx context.Context) error {
 // Plan returns the topic plan; nil before Prepare.
 func (r *Runtime) Plan() *TopicPlan { return r.plan.Load() }
 
-// GroupConfig returns the consumer group configuration for the plan: every
+// groupConfig returns the consumer group configuration for the plan: every
 // source topic, with the sources of each sub-topology co-partitioned.
 // Under exactly-once the member reads committed records only.
-func (r *Runtime) GroupConfig(onError func(error)) kafka.GroupConfig {
+func (r *Runtime) groupConfig(onError func(error)) kafka.GroupConfig {
 	gc := kafka.GroupConfig{
 		Config: r.cfg.Kafka, GroupID: r.cfg.ApplicationID, ReadCommitted: r.readCommitted.Load(),
 		SessionTimeout: r.cfg.SessionTimeout, HeartbeatInterval: r.cfg.HeartbeatInterval,
