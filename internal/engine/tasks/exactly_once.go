@@ -271,11 +271,13 @@ func (t *txnOutput) behindFailed(_ context.Context, err error) bool {
 }
 
 // behindCommitted sends the records held during the commit into the new
-// transaction, markersWait after the commit (PhaseHeldRelease). One that fails does not fail the epoch
+// transaction, markersPause after the commit (PhaseHeldRelease). One that fails does not fail the epoch
 // that committed: it dooms the next (startCut, or Commit).
 func (t *txnOutput) behindCommitted(ctx context.Context) {
 	err := t.rt.Timed(PhaseHeldRelease, nil, func() error {
-		_ = kafka.Pause(ctx, markersWait) // a stop cuts it short; the release goes on as before
+		if d := markersPause(t.held.count()); d > 0 {
+			_ = kafka.Pause(ctx, d) // a stop cuts it short; the release goes on as before
+		}
 		return t.release(ctx)
 	})
 	if err != nil {
@@ -293,6 +295,7 @@ func (t *txnOutput) behindCommitted(ctx context.Context) {
 // 10 ms epochs, where transactions run back to back, a commit took 17–20
 // ms without the wait and 8 ms with it (bench: weir-cont-eos-10ms). The
 // records stay held meanwhile, as during the commit; the tasks go on.
+// Only a commit that held few records waits (markersPause).
 const markersWait = 3 * time.Millisecond
 
 // dropHeld drops the records held since the cut.
