@@ -32,7 +32,7 @@ const bulkPending = 4
 // and every row the partition holds was written by an ApplyFresh of the
 // same restore, the first of which found the partition empty (after
 // DropPartition): the rows are written at the newest version the database
-// holds (Badger's MaxVersion), which every read transaction from then on
+// holds (the read timestamp of a new transaction), which every read transaction from then on
 // sees and every later commit exceeds; each call's version is above the
 // previous call's, since the checkpoint that call committed last is newer
 // than its rows; and within a call each key is written once. So no two
@@ -96,7 +96,14 @@ func (db *DB) load(ops []op) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	version := db.bdb.MaxVersion()
+	// The read timestamp of a new transaction: the newest committed
+	// version, every commit up to it done (Badger's oracle waits for
+	// them). DB.MaxVersion would say the same, but reads the memtable's
+	// newest version unlocked while Badger's writer updates it (a data
+	// race in Badger).
+	rt := db.bdb.NewTransaction(false)
+	version := rt.ReadTs()
+	rt.Discard()
 	l := db.bdb.NewKVLoader(bulkPending)
 	for _, o := range ops {
 		kv := &pb.KV{Key: o.key, Value: o.value, Version: version}
