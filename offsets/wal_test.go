@@ -665,16 +665,8 @@ func TestDeleteBeforeBudgetAndLowMark(t *testing.T) {
 func TestOpenDamaged(t *testing.T) {
 	for _, kind := range damagetest.Kinds {
 		t.Run(kind, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "offsets")
-			l, err := Open(dir, Options{Logger: slog.New(slog.DiscardHandler)})
-			require.NoError(t, err)
-			w, err := l.Namespace("app")
-			require.NoError(t, err)
-			for i := range int64(50) {
-				require.NoError(t, w.AppendEpoch(ctx, Epoch{Epoch: i}))
-			}
-			require.NoError(t, l.Close())
-			_, err = damagetest.Damage(dir, kind, 3)
+			dir := closedLog(t, 50)
+			_, err := damagetest.Damage(dir, kind, 3)
 			require.NoError(t, err)
 			_, err = Open(dir, Options{Logger: slog.New(slog.DiscardHandler)})
 			require.ErrorIs(t, err, ErrDamaged)
@@ -686,22 +678,30 @@ func TestOpenDamaged(t *testing.T) {
 // A killed process can leave an empty memtable log (.mem), which Badger's
 // own Open refuses; it holds nothing, so the log opens with its entries.
 func TestOpenWithAnEmptyMemtable(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "offsets")
-	l, err := Open(dir, Options{Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	w, err := l.Namespace("app")
-	require.NoError(t, err)
-	for i := range int64(50) {
-		require.NoError(t, w.AppendEpoch(ctx, Epoch{Epoch: i}))
-	}
-	require.NoError(t, l.Close())
+	dir := closedLog(t, 50)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "00099.mem"), nil, 0o644))
 
-	l = openAt(t, dir, 0)
-	w, err = l.Namespace("app")
+	l := openAt(t, dir, 0)
+	w, err := l.Namespace("app")
 	require.NoError(t, err)
 	last, ok, err := w.LatestEpoch()
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, int64(49), last.Epoch)
+}
+
+// closedLog writes epochs 0..n-1 to namespace "app" of a new log and
+// closes it, returning its directory.
+func closedLog(t *testing.T, n int64) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "offsets")
+	l, err := Open(dir, Options{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	w, err := l.Namespace("app")
+	require.NoError(t, err)
+	for i := range n {
+		require.NoError(t, w.AppendEpoch(ctx, Epoch{Epoch: i}))
+	}
+	require.NoError(t, l.Close())
+	return dir
 }

@@ -71,16 +71,11 @@ func TestPGDown(t *testing.T) {
 // failing, and a stop during the wait ends it with the context's error
 // (which RunChild takes for a graceful stop).
 func TestPostgresOptionsWaitForTheDatabase(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	t.Setenv(postgresEnv, fmt.Sprintf("postgres://weir@%s/weir?sslmode=disable&connect_timeout=2", addr))
-	t.Setenv(PostgresEnv, "1")
+	databaseDown(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, _, err = postgresOptions(ctx, Topics{In: "in"})
+	_, _, err := postgresOptions(ctx, Topics{In: "in"})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.GreaterOrEqual(t, time.Since(start), 1400*time.Millisecond, "it waited for the database")
 }
@@ -89,12 +84,7 @@ func TestPostgresOptionsWaitForTheDatabase(t *testing.T) {
 // that is down (another run sharing the server restarting it) rather
 // than failing the scenario at once.
 func TestTheRunnerWaitsForTheDatabase(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	t.Setenv(postgresEnv, fmt.Sprintf("postgres://weir@%s/weir?sslmode=disable&connect_timeout=2", addr))
-	t.Setenv(PostgresEnv, "1")
+	databaseDown(t)
 	topics := Topics{In: "in"}
 	for name, f := range map[string]func(context.Context) error{
 		"check": func(ctx context.Context) error {
@@ -110,4 +100,16 @@ func TestTheRunnerWaitsForTheDatabase(t *testing.T) {
 		require.ErrorIs(t, err, context.DeadlineExceeded, name)
 		require.GreaterOrEqual(t, time.Since(start), 1400*time.Millisecond, "%s waited for the database", name)
 	}
+}
+
+// databaseDown turns the PostgreSQL branches on with a DSN naming a port
+// nothing listens on: a database that is down.
+func databaseDown(t *testing.T) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	t.Setenv(postgresEnv, fmt.Sprintf("postgres://weir@%s/weir?sslmode=disable&connect_timeout=2", addr))
+	t.Setenv(PostgresEnv, "1")
 }
