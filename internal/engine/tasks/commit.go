@@ -86,6 +86,9 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 	if err := r.StateApplyFailed(); err != nil {
 		return err
 	}
+	if err := r.committer.startCut(ctx); err != nil { // as the cut: a doomed transaction rewinds first
+		return r.flushFailed(ctx, err)
+	}
 	if err := r.flushCaches(ctx); err != nil { // record caches: before anything is committed
 		return r.flushFailed(ctx, fmt.Errorf("runtime: flush record caches: %w", err))
 	}

@@ -27,6 +27,13 @@ import (
 // points and never asks which guarantee runs. Calls are serialised by the
 // engines (one commit at a time), but Send, which the tasks call
 // concurrently.
+//
+// Both guarantees' methods sit where the package doc's walk of an epoch
+// reaches them: the cut's (positionsAlone, startCut, changelogsAtCut,
+// confirmMember, endCut, stopGrace, holdsSends) in cut.go, acked in
+// layers.go, behindCommitted in held_release.go; the rest with the
+// committer's type (at_least_once.go; exactly_once_send.go for txnOutput's
+// Send, exactly_once.go for its commit and failures).
 type committer interface {
 	// Send takes a record a task writes (Output).
 	Output

@@ -115,6 +115,108 @@ func (r *Runtime) cut(ctx context.Context, c *EpochCut, s kafka.Session, ph *Pha
 	return nil
 }
 
+// The committers' parts at the cut, in the order cut calls them: a
+// stateless at-least-once epoch is cut by its positions alone
+// (positionsAlone); an epoch already doomed fails first (startCut); the
+// changelog records go into the epoch at the cut, or with its layer to
+// the commit behind (changelogsAtCut), once the member is known to be in
+// its group (confirmMember); the claims' Sends are held from the end of
+// the cut (endCut). stopGrace and holdsSends are the cut's EpochCut
+// properties.
+
+// positionsAlone: the Sends after the cut are held for the next
+// transaction even in a stateless epoch.
+func (t *txnOutput) positionsAlone() bool { return false }
+
+// positionsAlone: a stateless epoch's commit behind is its outputs' flush
+// and its offsets' commit.
+func (a *atLeastOnce) positionsAlone() bool { return true }
+
+// startCut fails the cut, or a Commit, if a record held during the
+// previous commit failed when sent: the open transaction is doomed.
+func (t *txnOutput) startCut(context.Context) error { return t.held.failed() }
+
+// startCut: nothing dooms an at-least-once epoch before its cut.
+func (a *atLeastOnce) startCut(context.Context) error { return nil }
+
+// failed returns the error that doomed the open transaction, if any.
+func (h *heldSends) failed() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// changelogsAtCut: the changelog records go into the open transaction at
+// the cut, whatever became of the outputs.
+func (t *txnOutput) changelogsAtCut(context.Context, *Phases, int) (bool, error) { return true, nil }
+
+// changelogsAtCut is outputsAckedSoon.
+func (a *atLeastOnce) changelogsAtCut(ctx context.Context, ph *Phases, pending int) (bool, error) {
+	return a.outputsAckedSoon(ctx, ph, pending)
+}
+
+// confirmMember: a replaced member's transaction is fenced (KIP-447), its
+// changelog records never become visible.
+func (t *txnOutput) confirmMember(context.Context, kafka.Session, int) error { return nil }
+
+// confirmMember is checkMembership.
+func (a *atLeastOnce) confirmMember(ctx context.Context, s kafka.Session, n int) error {
+	return a.checkMembership(ctx, s, n)
+}
+
+// endCut holds the claims' Sends from here on for the next transaction
+// (exactly_once_send.go).
+func (t *txnOutput) endCut() { t.held.hold() }
+
+// endCut holds nothing: the claims' records go to the producer.
+func (a *atLeastOnce) endCut() {}
+
+// hold makes Sends wait here (under the engine's exclusive barrier).
+func (h *heldSends) hold() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.on = true
+}
+
+// commitStopGrace bounds an exactly-once commit behind after a stop.
+const commitStopGrace = 30 * time.Second
+
+// stopGrace: a transaction's commit cut short would leave its outcome
+// unknown and the records held for the next one unsent, so a stop lets it
+// finish for up to commitStopGrace.
+func (t *txnOutput) stopGrace() time.Duration { return commitStopGrace }
+
+// stopGrace: a stop cuts an at-least-once commit behind short; the
+// claims' last commits carry its offsets.
+func (a *atLeastOnce) stopGrace() time.Duration { return 0 }
+
+// holdsSends: the claims' Sends wait in the held records, a bounded
+// buffer, while the transaction commits.
+func (t *txnOutput) holdsSends() bool { return true }
+
+// holdsSends: the claims' records go to the producer while a commit runs
+// behind; the engine bounds how far the claims run ahead.
+func (a *atLeastOnce) holdsSends() bool { return false }
+
+// StateApplyFailed returns the error of the first layer that did not
+// reach Badger, if any: the engine stops.
+func (r *Runtime) StateApplyFailed() error {
+	if r.layers.behind == nil {
+		return r.layers.failed
+	}
+	return r.layers.behind.Err()
+}
+
+// cutPending records that an epoch was cut with its layer pending: until
+// decided returns, waitApplied waits for its commit.
+func (sl *stateLayers) cutPending() (decided func()) {
+	ch := make(chan struct{})
+	sl.pendingMu.Lock()
+	sl.pending = ch
+	sl.pendingMu.Unlock()
+	return func() { close(ch) }
+}
+
 // flushCaches forwards what every task's record caches hold (see
 // processor.Task.FlushCache); Commit calls it first, so the epoch or batch
 // carries the flushed outputs and the changelog records they cause.
