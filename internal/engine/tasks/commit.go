@@ -72,8 +72,15 @@ func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Sessi
 	if err := r.StateApplyFailed(); err != nil {
 		return err
 	}
-	if err := r.committer.startCut(ctx); err != nil { // as the cut: a doomed transaction rewinds first
-		return r.flushFailed(ctx, err)
+	if err := r.committer.startCut(ctx); err != nil {
+		// As the cut: a record held during the last commit behind that
+		// failed when sent doomed the open transaction, which ends
+		// (rewind) before anything of the epoch is flushed into it.
+		err = r.committer.rewind(ctx, err)
+		if errors.Is(err, ErrRewind) {
+			r.dropStaged()
+		}
+		return err
 	}
 	if err := r.flushCaches(ctx); err != nil { // record caches: before anything is committed
 		return r.flushFailed(ctx, fmt.Errorf("runtime: flush record caches: %w", err))
