@@ -114,7 +114,7 @@ func (r *Runtime) CommitBehind(ctx context.Context, c *EpochCut, s kafka.Session
 // commitCut is CommitBehind's work for an epoch cut by cut: the layers
 // kept by earlier at-least-once commits are decided first, with it.
 func (r *Runtime) commitCut(ctx context.Context, c *EpochCut, s kafka.Session, ph *Phases) error {
-	defer c.decided()
+	defer close(c.decided)
 	kept, decided := r.layers.takeKept()
 	defer decided()
 	layers := append(kept, c.layer) // oldest first

@@ -23,9 +23,10 @@ type EpochCut struct {
 	// none), and applyWait what the cut spent on state (PhaseStateApply).
 	layer     *epochLayer
 	applyWait time.Duration
-	// decided ends the wait of waitApplied for the layer (layers.go); nil
-	// for a stateless at-least-once cut, the positions alone.
-	decided func()
+	// decided, closed by the commit behind once it has decided the epoch,
+	// ends the wait of waitApplied for the layer (layers.go); nil for a
+	// stateless at-least-once cut, the positions alone.
+	decided chan struct{}
 }
 
 // StopGrace is how long the cut's CommitBehind may run on after the
@@ -208,13 +209,13 @@ func (r *Runtime) StateApplyFailed() error {
 }
 
 // cutPending records that an epoch was cut with its layer pending: until
-// decided returns, waitApplied waits for its commit.
-func (sl *stateLayers) cutPending() (decided func()) {
+// decided is closed, waitApplied waits for its commit.
+func (sl *stateLayers) cutPending() (decided chan struct{}) {
 	ch := make(chan struct{})
 	sl.pendingMu.Lock()
 	sl.pending = ch
 	sl.pendingMu.Unlock()
-	return func() { close(ch) }
+	return ch
 }
 
 // flushCaches forwards what every task's record caches hold (see
