@@ -73,7 +73,7 @@ func (r *Runtime) Stateless() bool {
 // CommitBehind: with the state applied behind (ApplyStateBehind), or
 // at-least-once with a stateless topology.
 func (r *Runtime) CanCommitBehind() bool {
-	return r.layers.behind != nil || (r.committer.positionsAlone() && r.Stateless())
+	return r.layers.behind != nil || (r.committer.traits().positionsAlone && r.Stateless())
 }
 
 // CommitBehind commits an epoch cut by CutBehind while the tasks go on

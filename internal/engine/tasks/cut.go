@@ -16,7 +16,8 @@ import (
 // CommitBehind to commit behind it.
 type EpochCut struct {
 	positions Positions
-	// grace and holds are the committer's stopGrace and holdsSends.
+	// grace and holds are the committer's traits, stopGrace and
+	// holdsSends.
 	grace time.Duration
 	holds bool
 	// layer is the epoch's state, frozen pending (nil if the tasks wrote
@@ -53,8 +54,9 @@ func (r *Runtime) CutBehind(ctx context.Context, positions Positions, s kafka.Se
 	if ph == nil {
 		ph = &Phases{}
 	}
-	c := &EpochCut{positions: positions, grace: r.committer.stopGrace(), holds: r.committer.holdsSends()}
-	if r.committer.positionsAlone() && r.Stateless() {
+	tr := r.committer.traits()
+	c := &EpochCut{positions: positions, grace: tr.stopGrace, holds: tr.holdsSends}
+	if tr.positionsAlone && r.Stateless() {
 		return c, nil
 	}
 	if err := r.cut(ctx, c, s, ph); err != nil {
@@ -116,22 +118,54 @@ func (r *Runtime) cut(ctx context.Context, c *EpochCut, s kafka.Session, ph *Pha
 	return nil
 }
 
-// The committers' parts at the cut, in the order cut calls them: a
-// stateless at-least-once epoch is cut by its positions alone
-// (positionsAlone); an epoch already doomed fails first (startCut); the
-// changelog records go into the epoch at the cut, or with its layer to
-// the commit behind (changelogsAtCut), once the member is known to be in
-// its group (confirmMember); the claims' Sends are held from the end of
-// the cut (endCut). stopGrace and holdsSends are the cut's EpochCut
-// properties.
+// StateApplyFailed returns the error of the first layer that did not
+// reach Badger, if any: the engine stops.
+func (r *Runtime) StateApplyFailed() error {
+	if r.layers.behind == nil {
+		return r.layers.failed
+	}
+	return r.layers.behind.Err()
+}
 
-// positionsAlone: the Sends after the cut are held for the next
-// transaction even in a stateless epoch.
-func (t *txnOutput) positionsAlone() bool { return false }
+// The committers' parts at the cut, in the order CutBehind and cut call
+// them: the guarantee's constants (traits: a stateless at-least-once epoch
+// is cut by its positions alone); an epoch already doomed fails first
+// (startCut); the changelog records go into the epoch at the cut, or with
+// its layer to the commit behind (changelogsAtCut), once the member is
+// known to be in its group (confirmMember); the claims' Sends are held
+// from the end of the cut (endCut).
 
-// positionsAlone: a stateless epoch's commit behind is its outputs' flush
-// and its offsets' commit.
-func (a *atLeastOnce) positionsAlone() bool { return true }
+// cutTraits are a guarantee's constants, read by the cut (CutBehind) and
+// through its EpochCut by the engine.
+type cutTraits struct {
+	// positionsAlone: a stateless topology's epoch is cut by its positions
+	// alone (nothing to hold while it commits).
+	positionsAlone bool
+	// stopGrace is how long a commit behind may run on after a stop.
+	stopGrace time.Duration
+	// holdsSends: the claims' Sends wait in a bounded buffer while a
+	// commit runs behind, so the claims need no other bound.
+	holdsSends bool
+}
+
+// commitStopGrace bounds an exactly-once commit behind after a stop.
+const commitStopGrace = 30 * time.Second
+
+// traits: the Sends after the cut are held for the next transaction, a
+// bounded buffer, even in a stateless epoch; a transaction's commit cut
+// short would leave its outcome unknown and the records held for the next
+// one unsent, so a stop lets it finish for up to commitStopGrace.
+func (t *txnOutput) traits() cutTraits {
+	return cutTraits{positionsAlone: false, stopGrace: commitStopGrace, holdsSends: true}
+}
+
+// traits: a stateless epoch's commit behind is its outputs' flush and its
+// offsets' commit; a stop cuts it short (the claims' last commits carry
+// its offsets); the claims' records go to the producer while it runs, and
+// the engine bounds how far the claims run ahead.
+func (a *atLeastOnce) traits() cutTraits {
+	return cutTraits{positionsAlone: true}
+}
 
 // startCut fails the cut, or a Commit, if a record held during the
 // previous commit failed when sent: the open transaction is doomed.
@@ -177,45 +211,6 @@ func (h *heldSends) hold() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.on = true
-}
-
-// commitStopGrace bounds an exactly-once commit behind after a stop.
-const commitStopGrace = 30 * time.Second
-
-// stopGrace: a transaction's commit cut short would leave its outcome
-// unknown and the records held for the next one unsent, so a stop lets it
-// finish for up to commitStopGrace.
-func (t *txnOutput) stopGrace() time.Duration { return commitStopGrace }
-
-// stopGrace: a stop cuts an at-least-once commit behind short; the
-// claims' last commits carry its offsets.
-func (a *atLeastOnce) stopGrace() time.Duration { return 0 }
-
-// holdsSends: the claims' Sends wait in the held records, a bounded
-// buffer, while the transaction commits.
-func (t *txnOutput) holdsSends() bool { return true }
-
-// holdsSends: the claims' records go to the producer while a commit runs
-// behind; the engine bounds how far the claims run ahead.
-func (a *atLeastOnce) holdsSends() bool { return false }
-
-// StateApplyFailed returns the error of the first layer that did not
-// reach Badger, if any: the engine stops.
-func (r *Runtime) StateApplyFailed() error {
-	if r.layers.behind == nil {
-		return r.layers.failed
-	}
-	return r.layers.behind.Err()
-}
-
-// cutPending records that an epoch was cut with its layer pending: until
-// decided is closed, waitApplied waits for its commit.
-func (sl *stateLayers) cutPending() (decided chan struct{}) {
-	ch := make(chan struct{})
-	sl.pendingMu.Lock()
-	sl.pending = ch
-	sl.pendingMu.Unlock()
-	return ch
 }
 
 // flushCaches forwards what every task's record caches hold (see
@@ -302,4 +297,14 @@ func (r *Runtime) freezeStaged(pending bool) (*epochLayer, error) {
 		return nil, err
 	}
 	return &l, nil
+}
+
+// cutPending records that an epoch was cut with its layer pending: until
+// decided is closed, waitApplied waits for its commit.
+func (sl *stateLayers) cutPending() (decided chan struct{}) {
+	ch := make(chan struct{})
+	sl.pendingMu.Lock()
+	sl.pending = ch
+	sl.pendingMu.Unlock()
+	return ch
 }

@@ -67,17 +67,17 @@
 //  4. Cut (cut.go). At the epoch interval Engine.endEpoch takes the
 //     exclusive barrier — every claim stopped between two records — runs
 //     the wall-clock punctuators, reads the positions (the next offset of
-//     every claimed partition) and calls Runtime.CutBehind, which takes
-//     the committer's stopGrace and holdsSends for its EpochCut. Its cut
+//     every claimed partition) and calls Runtime.CutBehind, which takes the
+//     committer's constants (txnOutput.traits) for its EpochCut. Its cut
 //     (Runtime.cut): StateApplyFailed (a layer that did not reach Badger
 //     stops the engine), txnOutput.startCut (heldSends.failed: a record
 //     held during the previous commit that failed dooms this epoch:
-//     ErrRewind), flushCaches (the record caches' outputs, through step
-//     3's Send, into the transaction), txnOutput.changelogsAtCut (always,
-//     under exactly-once) and confirmMember (nothing to confirm: KIP-447
-//     fences a replaced member), flushChangelogs (R's changelog records,
-//     through step 3's Send, into the transaction), freezeStaged (the
-//     staging layers frozen pending: read by the tasks, not by queries),
+//     ErrRewind), flushCaches (the record caches' outputs, through step 3's
+//     Send, into the transaction), txnOutput.changelogsAtCut (always, under
+//     exactly-once) and confirmMember (nothing to confirm: KIP-447 fences a
+//     replaced member), flushChangelogs (R's changelog records, through
+//     step 3's Send, into the transaction), freezeStaged (the staging
+//     layers frozen pending: read by the tasks, not by queries),
 //     stateLayers.cutPending, and txnOutput.endCut (heldSends.hold: the
 //     Sends from now on are held). The barrier is released; the claims go
 //     on with the next epoch.
