@@ -13,6 +13,12 @@ import (
 	"github.com/weirstream/weir/statestore"
 )
 
+// The exactly-once commit (step 6 of the package doc's walk): the open
+// transaction ends with the epoch's offsets and the next begins. And what
+// becomes of a transaction that fails: it is recovered (recover), and the
+// records held for the next one are doomed (heldSends.fail) until the
+// engine has rewound (heldSends.clear).
+
 // txnOutput makes every record tasks write part of one open transaction,
 // and Commit end it together with the consumer offsets (docs/design.md §6): begin →
 // outputs, changelog and dead-letter records → offsets with the live group
