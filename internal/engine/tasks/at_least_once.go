@@ -66,11 +66,6 @@ func (a *atLeastOnce) commit(ctx context.Context, positions Positions, s kafka.S
 // epoch stays (at-least-once), its offsets were not committed.
 func (a *atLeastOnce) rewind(_ context.Context, cause error) error { return cause }
 
-// confirmMember is checkMembership.
-func (a *atLeastOnce) confirmMember(ctx context.Context, s kafka.Session, n int) error {
-	return a.checkMembership(ctx, s, n)
-}
-
 // outputsFirst waits, if there are changelog records to send, until every
 // output sent before them is acknowledged (see outputsThenChangelogs).
 func (a *atLeastOnce) outputsFirst(ctx context.Context, ph *Phases, n int) error {
@@ -85,26 +80,8 @@ func (a *atLeastOnce) claimChangelogs(ctx context.Context, t *Task, specs []stat
 	return t.claimChangelogs(ctx, specs)
 }
 
-// acked reads the producer's acknowledged offsets.
-func (a *atLeastOnce) acked() *kafka.AckedOffsets { return a.producer.Acked() }
-
 // close leaves the producer to the runtime's Close.
 func (a *atLeastOnce) close(context.Context) error { return nil }
-
-// positionsAlone: a stateless epoch's commit behind is its outputs' flush
-// and its offsets' commit.
-func (a *atLeastOnce) positionsAlone() bool { return true }
-
-// startCut: nothing dooms an at-least-once epoch before its cut.
-func (a *atLeastOnce) startCut(context.Context) error { return nil }
-
-// changelogsAtCut is outputsAckedSoon.
-func (a *atLeastOnce) changelogsAtCut(ctx context.Context, ph *Phases, pending int) (bool, error) {
-	return a.outputsAckedSoon(ctx, ph, pending)
-}
-
-// endCut holds nothing: the claims' records go to the producer.
-func (a *atLeastOnce) endCut() {}
 
 // behindFailed keeps the epoch's layers when its outputs were
 // acknowledged, perhaps, but its offsets not committed (ErrCommitLater), or
@@ -113,19 +90,8 @@ func (a *atLeastOnce) behindFailed(ctx context.Context, err error) bool {
 	return errors.Is(err, ErrCommitLater) || Stopped(ctx, err)
 }
 
-// behindCommitted has nothing to release.
-func (a *atLeastOnce) behindCommitted(context.Context) {}
-
 // dropHeld: nothing is held.
 func (a *atLeastOnce) dropHeld() {}
-
-// stopGrace: a stop cuts an at-least-once commit behind short; the
-// claims' last commits carry its offsets.
-func (a *atLeastOnce) stopGrace() time.Duration { return 0 }
-
-// holdsSends: the claims' records go to the producer while a commit runs
-// behind; the engine bounds how far the claims run ahead.
-func (a *atLeastOnce) holdsSends() bool { return false }
 
 // flushOutputs waits until every record sent to the at-least-once
 // producer is acknowledged. A record no retry can deliver (explainOutput)

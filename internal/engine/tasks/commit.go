@@ -67,23 +67,19 @@ func (r *Runtime) CommitTimed(ctx context.Context, positions Positions, s kafka.
 	return r.observeCommit(positions, func() error { return r.commit(ctx, positions, s, ph) })
 }
 
-// observeCommit runs commit between the Committing and Committed hooks
-// and reports its outcome for positions (notify).
-func (r *Runtime) observeCommit(positions Positions, commit func() error) (err error) {
-	if hook := r.cfg.Hooks.Committing; hook != nil {
-		hook()
-	}
-	if hook := r.cfg.Hooks.Committed; hook != nil {
-		start := time.Now()
-		defer func() { hook(time.Since(start), err) }()
-	}
-	defer func() { r.notify(err, positions) }()
-	return commit()
-}
-
 // commit is CommitTimed's work, inside observeCommit.
 func (r *Runtime) commit(ctx context.Context, positions Positions, s kafka.Session, ph *Phases) error {
 	if err := r.StateApplyFailed(); err != nil {
+		return err
+	}
+	if err := r.committer.startCut(ctx); err != nil {
+		// As the cut: a record held during the last commit behind that
+		// failed when sent doomed the open transaction, which ends
+		// (rewind) before anything of the epoch is flushed into it.
+		err = r.committer.rewind(ctx, err)
+		if errors.Is(err, ErrRewind) {
+			r.dropStaged()
+		}
 		return err
 	}
 	if err := r.flushCaches(ctx); err != nil { // record caches: before anything is committed

@@ -50,17 +50,12 @@ import (
 // the record caches and the changelogs into the open transaction, freezes
 // the staged state into a pending layer (read by the tasks, not by
 // queries: statestore.Staged.FreezePending) and holds the Sends that
-// follow (held.go); the commit commits the transaction with the offsets
+// follow (exactly_once_send.go); the commit commits the transaction with the offsets
 // and begins the next, marks the layer committed and hands it to the
 // applier (layers.go), then sends the records held, in order, into the
 // new transaction. If the transaction aborts, the pending layer is
 // discarded, the records held are dropped and every Send fails until the
 // engine has rewound (RewindBehind); committed layers still reach Badger.
-
-// PhaseHeldRelease is the sending of the records held during an
-// exactly-once commit behind into the next transaction: the tasks' Sends
-// wait meanwhile (held.go), though the barrier is not held.
-const PhaseHeldRelease = "held_release"
 
 // Stateless reports a topology without state stores: its tasks stage no
 // state and write no changelog, so an epoch's commit is its outputs' and
@@ -78,7 +73,7 @@ func (r *Runtime) Stateless() bool {
 // CommitBehind: with the state applied behind (ApplyStateBehind), or
 // at-least-once with a stateless topology.
 func (r *Runtime) CanCommitBehind() bool {
-	return r.layers.behind != nil || (r.committer.positionsAlone() && r.Stateless())
+	return r.layers.behind != nil || (r.committer.traits().positionsAlone && r.Stateless())
 }
 
 // CommitBehind commits an epoch cut by CutBehind while the tasks go on
@@ -119,7 +114,7 @@ func (r *Runtime) CommitBehind(ctx context.Context, c *EpochCut, s kafka.Session
 // commitCut is CommitBehind's work for an epoch cut by cut: the layers
 // kept by earlier at-least-once commits are decided first, with it.
 func (r *Runtime) commitCut(ctx context.Context, c *EpochCut, s kafka.Session, ph *Phases) error {
-	defer c.decided()
+	defer close(c.decided)
 	kept, decided := r.layers.takeKept()
 	defer decided()
 	layers := append(kept, c.layer) // oldest first
@@ -139,13 +134,9 @@ func (r *Runtime) commitCut(ctx context.Context, c *EpochCut, s kafka.Session, p
 		return err
 	}
 	start := time.Now()
-	err = r.applyKept(kept)
-	c.layer.commit()
-	if err == nil {
-		err = r.applyFrozenLayer(c.layer)
-	}
+	err = r.commitLayers(kept, c.layer) // layers.go
 	r.ObservePhase(PhaseStateApply, &ph.StateApply, c.applyWait+time.Since(start))
-	r.committer.behindCommitted(ctx)
+	r.committer.behindCommitted(ctx) // held_release.go
 	return err
 }
 
@@ -199,6 +190,28 @@ func (r *Runtime) sendHeld(ctx context.Context, ls []*epochLayer) error {
 	return nil
 }
 
+// takeKept hands the kept layers to a commit, which decides them before
+// its own epoch: commits them (then applies them) once its offsets are
+// committed, discards them on ErrRewind or a fatal error, or keeps them
+// again (keep). Until decided returns, waitApplied waits for it, and
+// dropKept for it to keep them again.
+func (sl *stateLayers) takeKept() (kept []*epochLayer, decided func()) {
+	sl.pendingMu.Lock()
+	defer sl.pendingMu.Unlock()
+	kept, sl.kept = sl.kept, nil
+	if len(kept) == 0 {
+		return nil, func() {}
+	}
+	ch := make(chan struct{})
+	sl.deciding = ch
+	return kept, func() {
+		sl.pendingMu.Lock()
+		sl.deciding = nil
+		sl.pendingMu.Unlock()
+		close(ch)
+	}
+}
+
 // keepLayers keeps pending layers, oldest first, for the next commit to
 // decide (stateLayers.kept), once their checkpoints are read, as for any
 // layer once Kafka has it (layers.go). It returns cause.
@@ -212,31 +225,11 @@ func (r *Runtime) keepLayers(cause error, ls ...*epochLayer) error {
 	return cause
 }
 
-// applyKept commits the kept layers, oldest first, and applies them, once
-// the offsets of a later epoch are committed (see Commit).
-func (r *Runtime) applyKept(kept []*epochLayer) error {
-	for _, l := range kept {
-		l.commit()
-		if err := r.applyFrozen(l); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // discardLayers discards pending layers whose epochs rewind.
 func discardLayers(ls []*epochLayer) {
 	for _, l := range ls {
 		l.discard()
 	}
-}
-
-// applyFrozenLayer is applyFrozen for a layer that may be nil.
-func (r *Runtime) applyFrozenLayer(l *epochLayer) error {
-	if l == nil {
-		return nil
-	}
-	return r.applyFrozen(l)
 }
 
 // RewindBehind drops, under the engine's barrier, what the tasks did

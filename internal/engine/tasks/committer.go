@@ -2,7 +2,6 @@ package tasks
 
 import (
 	"context"
-	"time"
 
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/statestore"
@@ -27,6 +26,13 @@ import (
 // points and never asks which guarantee runs. Calls are serialised by the
 // engines (one commit at a time), but Send, which the tasks call
 // concurrently.
+//
+// Both guarantees' methods sit where the package doc's walk of an epoch
+// reaches them: the cut's (traits, startCut, changelogsAtCut,
+// confirmMember, endCut) in cut.go, acked in
+// layers.go, behindCommitted in held_release.go; the rest with the
+// committer's type (at_least_once.go; exactly_once_send.go for txnOutput's
+// Send, exactly_once.go for its commit and failures).
 type committer interface {
 	// Send takes a record a task writes (Output).
 	Output
@@ -61,10 +67,10 @@ type committer interface {
 // processing (commit_behind.go): what the cut under the barrier does and
 // what becomes of the claims' records while the commit runs.
 type behindCommitter interface {
-	// positionsAlone reports that a stateless topology's epoch is cut by
-	// its positions alone (nothing to hold while it commits).
-	positionsAlone() bool
-	// startCut fails the cut if the epoch is doomed already.
+	// traits are the guarantee's constants that the cut and the engine
+	// read.
+	traits() cutTraits
+	// startCut fails the cut, or a Commit, if the epoch is doomed already.
 	startCut(ctx context.Context) error
 	// changelogsAtCut reports whether the cut sends the pending changelog
 	// records itself (else they are held for the commit behind).
@@ -79,9 +85,4 @@ type behindCommitter interface {
 	// dropHeld drops what the claims sent since a cut whose commit
 	// rewinds (RewindBehind).
 	dropHeld()
-	// stopGrace is how long a commit behind may run on after a stop.
-	stopGrace() time.Duration
-	// holdsSends reports that the claims' sends wait in a bounded buffer
-	// while a commit runs behind, so the claims need no other bound.
-	holdsSends() bool
 }

@@ -59,12 +59,12 @@ func TestCommitterBehindFailed(t *testing.T) {
 func TestCommitterTraits(t *testing.T) {
 	alo := &atLeastOnce{}
 	eo := &txnOutput{held: newHeldSends(heldRecords, heldBytes)}
-	require.Zero(t, alo.stopGrace())
-	require.Equal(t, commitStopGrace, eo.stopGrace())
-	require.False(t, alo.holdsSends())
-	require.True(t, eo.holdsSends())
-	require.True(t, alo.positionsAlone())
-	require.False(t, eo.positionsAlone())
+	require.Zero(t, alo.traits().stopGrace)
+	require.Equal(t, commitStopGrace, eo.traits().stopGrace)
+	require.False(t, alo.traits().holdsSends)
+	require.True(t, eo.traits().holdsSends)
+	require.True(t, alo.traits().positionsAlone)
+	require.False(t, eo.traits().positionsAlone)
 	now, err := eo.changelogsAtCut(context.Background(), &Phases{}, 3)
 	require.NoError(t, err)
 	require.True(t, now, "exactly-once: the changelog records go into the open transaction at the cut")

@@ -16,16 +16,18 @@ import (
 // CommitBehind to commit behind it.
 type EpochCut struct {
 	positions Positions
-	// grace and holds are the committer's stopGrace and holdsSends.
+	// grace and holds are the committer's traits, stopGrace and
+	// holdsSends.
 	grace time.Duration
 	holds bool
 	// layer is the epoch's state, frozen pending (nil if the tasks wrote
 	// none), and applyWait what the cut spent on state (PhaseStateApply).
 	layer     *epochLayer
 	applyWait time.Duration
-	// decided ends the wait of waitApplied for the layer (layers.go); nil
-	// for a stateless at-least-once cut, the positions alone.
-	decided func()
+	// decided, closed by the commit behind once it has decided the epoch,
+	// ends the wait of waitApplied for the layer (layers.go); nil for a
+	// stateless at-least-once cut, the positions alone.
+	decided chan struct{}
 }
 
 // StopGrace is how long the cut's CommitBehind may run on after the
@@ -52,8 +54,9 @@ func (r *Runtime) CutBehind(ctx context.Context, positions Positions, s kafka.Se
 	if ph == nil {
 		ph = &Phases{}
 	}
-	c := &EpochCut{positions: positions, grace: r.committer.stopGrace(), holds: r.committer.holdsSends()}
-	if r.committer.positionsAlone() && r.Stateless() {
+	tr := r.committer.traits()
+	c := &EpochCut{positions: positions, grace: tr.stopGrace, holds: tr.holdsSends}
+	if tr.positionsAlone && r.Stateless() {
 		return c, nil
 	}
 	if err := r.cut(ctx, c, s, ph); err != nil {
@@ -113,6 +116,101 @@ func (r *Runtime) cut(ctx context.Context, c *EpochCut, s kafka.Session, ph *Pha
 	c.decided = r.layers.cutPending()
 	r.committer.endCut()
 	return nil
+}
+
+// StateApplyFailed returns the error of the first layer that did not
+// reach Badger, if any: the engine stops.
+func (r *Runtime) StateApplyFailed() error {
+	if r.layers.behind == nil {
+		return r.layers.failed
+	}
+	return r.layers.behind.Err()
+}
+
+// The committers' parts at the cut, in the order CutBehind and cut call
+// them: the guarantee's constants (traits: a stateless at-least-once epoch
+// is cut by its positions alone); an epoch already doomed fails first
+// (startCut); the changelog records go into the epoch at the cut, or with
+// its layer to the commit behind (changelogsAtCut), once the member is
+// known to be in its group (confirmMember); the claims' Sends are held
+// from the end of the cut (endCut).
+
+// cutTraits are a guarantee's constants, read by the cut (CutBehind) and
+// through its EpochCut by the engine.
+type cutTraits struct {
+	// positionsAlone: a stateless topology's epoch is cut by its positions
+	// alone (nothing to hold while it commits).
+	positionsAlone bool
+	// stopGrace is how long a commit behind may run on after a stop.
+	stopGrace time.Duration
+	// holdsSends: the claims' Sends wait in a bounded buffer while a
+	// commit runs behind, so the claims need no other bound.
+	holdsSends bool
+}
+
+// commitStopGrace bounds an exactly-once commit behind after a stop.
+const commitStopGrace = 30 * time.Second
+
+// traits: the Sends after the cut are held for the next transaction, a
+// bounded buffer, even in a stateless epoch; a transaction's commit cut
+// short would leave its outcome unknown and the records held for the next
+// one unsent, so a stop lets it finish for up to commitStopGrace.
+func (t *txnOutput) traits() cutTraits {
+	return cutTraits{positionsAlone: false, stopGrace: commitStopGrace, holdsSends: true}
+}
+
+// traits: a stateless epoch's commit behind is its outputs' flush and its
+// offsets' commit; a stop cuts it short (the claims' last commits carry
+// its offsets); the claims' records go to the producer while it runs, and
+// the engine bounds how far the claims run ahead.
+func (a *atLeastOnce) traits() cutTraits {
+	return cutTraits{positionsAlone: true}
+}
+
+// startCut fails the cut, or a Commit, if a record held during the
+// previous commit failed when sent: the open transaction is doomed.
+func (t *txnOutput) startCut(context.Context) error { return t.held.failed() }
+
+// startCut: nothing dooms an at-least-once epoch before its cut.
+func (a *atLeastOnce) startCut(context.Context) error { return nil }
+
+// failed returns the error that doomed the open transaction, if any.
+func (h *heldSends) failed() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// changelogsAtCut: the changelog records go into the open transaction at
+// the cut, whatever became of the outputs.
+func (t *txnOutput) changelogsAtCut(context.Context, *Phases, int) (bool, error) { return true, nil }
+
+// changelogsAtCut is outputsAckedSoon.
+func (a *atLeastOnce) changelogsAtCut(ctx context.Context, ph *Phases, pending int) (bool, error) {
+	return a.outputsAckedSoon(ctx, ph, pending)
+}
+
+// confirmMember: a replaced member's transaction is fenced (KIP-447), its
+// changelog records never become visible.
+func (t *txnOutput) confirmMember(context.Context, kafka.Session, int) error { return nil }
+
+// confirmMember is checkMembership.
+func (a *atLeastOnce) confirmMember(ctx context.Context, s kafka.Session, n int) error {
+	return a.checkMembership(ctx, s, n)
+}
+
+// endCut holds the claims' Sends from here on for the next transaction
+// (exactly_once_send.go).
+func (t *txnOutput) endCut() { t.held.hold() }
+
+// endCut holds nothing: the claims' records go to the producer.
+func (a *atLeastOnce) endCut() {}
+
+// hold makes Sends wait here (under the engine's exclusive barrier).
+func (h *heldSends) hold() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.on = true
 }
 
 // flushCaches forwards what every task's record caches hold (see
@@ -199,4 +297,14 @@ func (r *Runtime) freezeStaged(pending bool) (*epochLayer, error) {
 		return nil, err
 	}
 	return &l, nil
+}
+
+// cutPending records that an epoch was cut with its layer pending: until
+// decided is closed, waitApplied waits for its commit.
+func (sl *stateLayers) cutPending() (decided chan struct{}) {
+	ch := make(chan struct{})
+	sl.pendingMu.Lock()
+	sl.pending = ch
+	sl.pendingMu.Unlock()
+	return ch
 }

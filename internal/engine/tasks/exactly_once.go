@@ -13,6 +13,12 @@ import (
 	"github.com/weirstream/weir/statestore"
 )
 
+// The exactly-once commit (step 6 of the package doc's walk): the open
+// transaction ends with the epoch's offsets and the next begins. And what
+// becomes of a transaction that fails: it is recovered (recover), and the
+// records held for the next one are doomed (heldSends.fail) until the
+// engine has rewound (heldSends.clear).
+
 // txnOutput makes every record tasks write part of one open transaction,
 // and Commit end it together with the consumer offsets (docs/design.md §6): begin →
 // outputs, changelog and dead-letter records → offsets with the live group
@@ -30,7 +36,7 @@ type txnOutput struct {
 	rewinds int
 	fatal   error
 	// held are the records sent while a transaction commits behind
-	// processing (held.go).
+	// processing (exactly_once_send.go).
 	held *heldSends
 	// beforeCommit, if set, runs before a transaction's commit (tests).
 	beforeCommit func()
@@ -75,14 +81,6 @@ func (t *txnOutput) commitTxn(ctx context.Context, positions Positions, s kafka.
 	if t.fatal != nil {
 		// A transaction that cannot commit: no waiting for its records.
 		return t.fatal
-	}
-	if err := t.held.failed(); err != nil {
-		// A record held during the previous commit failed when sent: a
-		// commit under the barrier ends the doomed transaction (CutBehind
-		// has checked before a commit behind).
-		err = t.recover(ctx, err)
-		t.held.clear()
-		return err
 	}
 	if s == nil || (t.sent.Load() == 0 && committed(positions, t.last)) {
 		return nil
@@ -226,10 +224,6 @@ func (t *txnOutput) rewind(ctx context.Context, cause error) error {
 	return err
 }
 
-// confirmMember: a replaced member's transaction is fenced (KIP-447), its
-// changelog records never become visible.
-func (t *txnOutput) confirmMember(context.Context, kafka.Session, int) error { return nil }
-
 // outputsFirst: the transaction makes the outputs and the changelog
 // records visible together, or neither.
 func (t *txnOutput) outputsFirst(context.Context, *Phases, int) error { return nil }
@@ -237,25 +231,6 @@ func (t *txnOutput) outputsFirst(context.Context, *Phases, int) error { return n
 // claimChangelogs: a replaced owner's records never commit, so there is
 // nothing to claim.
 func (t *txnOutput) claimChangelogs(context.Context, *Task, []statestore.Spec) error { return nil }
-
-// acked reads the offsets the transaction's producers had acknowledged.
-func (t *txnOutput) acked() *kafka.AckedOffsets { return t.sess.Acked() }
-
-// positionsAlone: the Sends after the cut are held for the next
-// transaction even in a stateless epoch.
-func (t *txnOutput) positionsAlone() bool { return false }
-
-// startCut fails the cut if a record held during the previous commit
-// failed when sent: the open transaction is doomed.
-func (t *txnOutput) startCut(context.Context) error { return t.held.failed() }
-
-// changelogsAtCut: the changelog records go into the open transaction at
-// the cut, whatever became of the outputs.
-func (t *txnOutput) changelogsAtCut(context.Context, *Phases, int) (bool, error) { return true, nil }
-
-// endCut holds the claims' Sends from here on for the next transaction
-// (held.go).
-func (t *txnOutput) endCut() { t.held.hold() }
 
 // behindFailed: the transaction is ended (recover); the records held and
 // the Sends until the rewind belong to the epoch it rewinds. Nothing is
@@ -265,45 +240,26 @@ func (t *txnOutput) behindFailed(_ context.Context, err error) bool {
 	return false
 }
 
-// behindCommitted sends the records held during the commit into the new
-// transaction, markersPause after the commit (PhaseHeldRelease). One that fails does not fail the epoch
-// that committed: it dooms the next (startCut, or Commit).
-func (t *txnOutput) behindCommitted(ctx context.Context) {
-	err := t.rt.Timed(PhaseHeldRelease, nil, func() error {
-		if d := markersPause(t.held.count()); d > 0 {
-			_ = kafka.Pause(ctx, d) // a stop cuts it short; the release goes on as before
-		}
-		return t.release(ctx)
-	})
-	if err != nil {
-		t.rt.log.Warn("weir: an output held during the commit failed; the next epoch rewinds", "err", err)
-	}
-}
-
-// markersWait is how long a commit behind waits, once its transaction
-// committed and the next began, before it sends the records held into the
-// next one. The coordinator writes the committed transaction's markers
-// after EndTxn returns, and a produce of the next transaction that reaches
-// it meanwhile is refused with CONCURRENT_TRANSACTIONS: the broker retries
-// it itself only after add.partitions.to.txn.retry.backoff.ms (20 ms by
-// default), then the client after a metadata refresh. On Kafka 4.4 with
-// 10 ms epochs, where transactions run back to back, a commit took 17–20
-// ms without the wait and 8 ms with it (bench: weir-cont-eos-10ms). The
-// records stay held meanwhile, as during the commit; the tasks go on.
-// Only a commit that held few records waits (markersPause).
-const markersWait = 3 * time.Millisecond
-
 // dropHeld drops the records held since the cut.
 func (t *txnOutput) dropHeld() { t.held.clear() }
 
-// commitStopGrace bounds an exactly-once commit behind after a stop.
-const commitStopGrace = 30 * time.Second
+// fail dooms the open transaction with err: the records held are dropped
+// and every Send returns err until clear; waiting Sends wake.
+func (h *heldSends) fail(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err == nil {
+		h.err = err
+	}
+	h.recs, h.bytes = nil, 0
+	h.cond.Broadcast()
+}
 
-// stopGrace: a transaction's commit cut short would leave its outcome
-// unknown and the records held for the next one unsent, so a stop lets it
-// finish for up to commitStopGrace.
-func (t *txnOutput) stopGrace() time.Duration { return commitStopGrace }
-
-// holdsSends: the claims' Sends wait in the held records, a bounded
-// buffer, while the transaction commits.
-func (t *txnOutput) holdsSends() bool { return true }
+// clear forgets the records held and the doom, once the engine has
+// rewound (under its exclusive barrier).
+func (h *heldSends) clear() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.on, h.recs, h.bytes, h.err = false, nil, 0, nil
+	h.cond.Broadcast()
+}

@@ -31,3 +31,7 @@ func StoreCheckpoint(r *Runtime, store string, partition int32) (offset int64, o
 
 // RestoreBatch is how many records one restore batch holds at most.
 const RestoreBatch = restoreBatch
+
+// DoomHeld dooms the open transaction as a held record that failed when
+// sent does (heldSends.fail).
+func DoomHeld(r *Runtime, err error) { r.committer.(*txnOutput).held.fail(err) }

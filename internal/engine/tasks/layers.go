@@ -101,16 +101,6 @@ type stateLayers struct {
 	deciding chan struct{}
 }
 
-// cutPending records that an epoch was cut with its layer pending: until
-// decided returns, waitApplied waits for its commit.
-func (sl *stateLayers) cutPending() (decided func()) {
-	ch := make(chan struct{})
-	sl.pendingMu.Lock()
-	sl.pending = ch
-	sl.pendingMu.Unlock()
-	return func() { close(ch) }
-}
-
 // waitPending waits until the pending layer of the epoch cut last, if
 // any, is committed into the applier's queue, discarded or kept, and so
 // are the kept layers a commit is deciding.
@@ -123,28 +113,6 @@ func (sl *stateLayers) waitPending() {
 	}
 	if deciding != nil {
 		<-deciding
-	}
-}
-
-// takeKept hands the kept layers to a commit, which decides them before
-// its own epoch: commits them (then applies them) once its offsets are
-// committed, discards them on ErrRewind or a fatal error, or keeps them
-// again (keep). Until decided returns, waitApplied waits for it, and
-// dropKept for it to keep them again.
-func (sl *stateLayers) takeKept() (kept []*epochLayer, decided func()) {
-	sl.pendingMu.Lock()
-	defer sl.pendingMu.Unlock()
-	kept, sl.kept = sl.kept, nil
-	if len(kept) == 0 {
-		return nil, func() {}
-	}
-	ch := make(chan struct{})
-	sl.deciding = ch
-	return kept, func() {
-		sl.pendingMu.Lock()
-		sl.deciding = nil
-		sl.pendingMu.Unlock()
-		close(ch)
 	}
 }
 
@@ -264,15 +232,6 @@ func (r *Runtime) ApplyStateBehind() {
 	r.layers.behind = NewBehind(pendingLayers)
 }
 
-// StateApplyFailed returns the error of the first layer that did not
-// reach Badger, if any: the engine stops.
-func (r *Runtime) StateApplyFailed() error {
-	if r.layers.behind == nil {
-		return r.layers.failed
-	}
-	return r.layers.behind.Err()
-}
-
 // waitApplied waits until every layer frozen so far is in Badger (or the
 // applier failed), a pending one once its commit is decided: a task
 // released while the epoch it last wrote in commits behind — its claim
@@ -318,6 +277,32 @@ func (r *Runtime) applyFrozen(l *epochLayer) error {
 	return nil
 }
 
+// applyKept commits the kept layers, oldest first, and applies them, once
+// the offsets of a later epoch are committed (see Commit).
+func (r *Runtime) applyKept(kept []*epochLayer) error {
+	for _, l := range kept {
+		l.commit()
+		if err := r.applyFrozen(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commitLayers commits the layers of an epoch committed behind and
+// applies them: the kept ones, oldest first, then the epoch's own (nil if
+// it wrote no state), which is marked committed — read by queries from
+// then on — even if a kept one failed to apply (that failure stops the
+// engine; no later layer is applied).
+func (r *Runtime) commitLayers(kept []*epochLayer, l *epochLayer) error {
+	err := r.applyKept(kept)
+	l.commit()
+	if err != nil || l == nil {
+		return err
+	}
+	return r.applyFrozen(l)
+}
+
 // commit marks a pending layer committed: queries read it from then on.
 func (l *epochLayer) commit() {
 	if l == nil {
@@ -359,6 +344,12 @@ func (r *Runtime) checkpoint(l *epochLayer) {
 		}
 	}
 }
+
+// acked reads the offsets the transaction's producers had acknowledged.
+func (t *txnOutput) acked() *kafka.AckedOffsets { return t.sess.Acked() }
+
+// acked reads the producer's acknowledged offsets.
+func (a *atLeastOnce) acked() *kafka.AckedOffsets { return a.producer.Acked() }
 
 // ackedOffsets are the offsets of the changelog records Kafka
 // acknowledged to this member: the transaction's producers', or the

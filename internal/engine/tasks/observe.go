@@ -191,6 +191,20 @@ func RewindCause(err error) string {
 	return "other"
 }
 
+// observeCommit runs commit between the Committing and Committed hooks
+// and reports its outcome for positions (notify).
+func (r *Runtime) observeCommit(positions Positions, commit func() error) (err error) {
+	if hook := r.cfg.Hooks.Committing; hook != nil {
+		hook()
+	}
+	if hook := r.cfg.Hooks.Committed; hook != nil {
+		start := time.Now()
+		defer func() { hook(time.Since(start), err) }()
+	}
+	defer func() { r.notify(err, positions) }()
+	return commit()
+}
+
 // notify calls the hooks of a Commit's or a Rewind's outcome.
 func (r *Runtime) notify(err error, positions Positions) {
 	h := r.cfg.Hooks

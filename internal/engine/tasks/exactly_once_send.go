@@ -10,8 +10,13 @@ import (
 	"github.com/weirstream/weir/internal/txn"
 )
 
-// The exactly-once send path: txnOutput.Send puts a task's record into
-// the open transaction, or holds it for the next one.
+// The exactly-once send path (step 3 of the package doc's walk):
+// txnOutput.Send puts a task's record into the open transaction, or holds
+// it for the next one. The held sends' other parts are where the walk
+// reaches them: the cut starts the holding (heldSends.hold, cut.go), the
+// release after the commit ends it (heldSends.release, held_release.go),
+// and a failed transaction dooms and drops them (heldSends.fail and clear,
+// exactly_once.go).
 //
 // Held sends. While an epoch's transaction commits behind processing
 // (CutBehind, CommitBehind), the producer cannot add to the next one: Kafka
@@ -59,13 +64,6 @@ func newHeldSends(maxRecords, maxBytes int) *heldSends {
 	return h
 }
 
-// hold makes Sends wait here (under the engine's exclusive barrier).
-func (h *heldSends) hold() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.on = true
-}
-
 // add holds r if Sends are held (held true), waiting for room past the
 // bounds, or returns the error that doomed the transaction.
 func (h *heldSends) add(ctx context.Context, r kafka.Record) (held bool, err error) {
@@ -100,59 +98,6 @@ func (h *heldSends) full() bool {
 	return len(h.recs) >= h.maxRecords || h.bytes >= h.maxBytes
 }
 
-// release sends the records held, in order, with send, then ends the
-// holding: Sends go to the transaction again. It holds mu throughout, so
-// Sends wait meanwhile — none overtakes a held record — and it ends once
-// the records held when it began are sent, however fast the tasks go on.
-// The first send that fails dooms the transaction (as fail); its error is
-// returned, as is the doom of a transaction already failed.
-func (h *heldSends) release(send func(kafka.Record) error) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	defer h.cond.Broadcast()
-	recs := h.recs
-	h.recs, h.bytes = nil, 0
-	if h.err != nil {
-		return h.err
-	}
-	for _, r := range recs {
-		if err := send(r); err != nil {
-			h.err = err
-			return err
-		}
-	}
-	h.on = false
-	return nil
-}
-
-// fail dooms the open transaction with err: the records held are dropped
-// and every Send returns err until clear; waiting Sends wake.
-func (h *heldSends) fail(err error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.err == nil {
-		h.err = err
-	}
-	h.recs, h.bytes = nil, 0
-	h.cond.Broadcast()
-}
-
-// failed returns the error that doomed the open transaction, if any.
-func (h *heldSends) failed() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.err
-}
-
-// clear forgets the records held and the doom, once the engine has
-// rewound (under its exclusive barrier).
-func (h *heldSends) clear() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.on, h.recs, h.bytes, h.err = false, nil, 0, nil
-	h.cond.Broadcast()
-}
-
 // recordSize is what a record counts towards heldBytes.
 func recordSize(r kafka.Record) int {
 	n := len(r.Key) + len(r.Value) + len(r.Topic)
@@ -171,14 +116,6 @@ func (t *txnOutput) Send(ctx context.Context, r kafka.Record) error {
 		return err
 	}
 	return t.send(ctx, r)
-}
-
-// release sends the records held while the previous transaction
-// committed into the open one, in order, then lets Sends go to it again
-// (heldSends.release). The first that fails dooms the transaction: the
-// Sends after it and the next commit return its error.
-func (t *txnOutput) release(ctx context.Context) error {
-	return t.held.release(func(r kafka.Record) error { return t.send(ctx, r) })
 }
 
 // send is Send without the holding.
