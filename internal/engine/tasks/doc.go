@@ -106,8 +106,9 @@
 //     committed transaction's markers (markersPause) and sends the records
 //     held since step 4, in order, into the new transaction
 //     (txnOutput.release, heldSends.release; each through step 3's
-//     txnOutput.send); then the Sends go to it again. It comes after step 7, not 6: while the commit waits for
-//     the applier's room the held records are what bounds the claims.
+//     txnOutput.send); then the Sends go to it again. It comes after
+//     step 7, not 6: while the commit waits for the applier's room the
+//     held records are what bounds the claims.
 //  9. Progress (internal/engine/epochs/epochlog.go). Engine.committed
 //     hands the epoch to the epoch log (epochWriter.add,
 //     offsets.WAL.AppendEpoch) and reports its progress.
