@@ -71,6 +71,7 @@ func main() {
 	txnProbe := flag.Int("txn-probe", 0, "run N short transactions back to back against -brokers and print where their time goes (txnprobe.go), instead of the rows")
 	txnProbeRecords := flag.Int("txn-probe-records", 50, "records a -txn-probe transaction produces (50: a 10 ms epoch at 5,000 rec/s)")
 	txnProbeWaits := flag.String("txn-probe-waits", "0s,3ms", "waits between a -txn-probe commit and the next transaction's first produce, taken in turn")
+	txnProbeCSV := flag.String("txn-probe-csv", "", "file for every -txn-probe transaction's times (ms), one a line")
 	alt := flag.String("alt", "", `another build of this bench (e.g. against the library before a change): the rows named "alt.<weir row>" in -systems run their child from it`)
 	flag.Parse()
 	altBinary = *alt
@@ -97,7 +98,7 @@ func main() {
 			err = fmt.Errorf("bench: -txn-probe needs -brokers (a real broker's coordinator)")
 		}
 		if err == nil {
-			err = runTxnProbe(ctx, os.Stdout, strings.Split(*brokers, ","), *txnProbe, *txnProbeRecords, waits)
+			err = runTxnProbe(ctx, os.Stdout, strings.Split(*brokers, ","), *txnProbe, *txnProbeRecords, waits, *txnProbeCSV)
 		}
 		if err != nil {
 			fatal(err)

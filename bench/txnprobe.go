@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,7 +46,8 @@ type probeTxn struct {
 }
 
 // runTxnProbe runs the probe against brokers and prints its table to w.
-func runTxnProbe(ctx context.Context, w io.Writer, brokers []string, n, records int, waits []time.Duration) error {
+// With csv set it also writes every transaction's times there.
+func runTxnProbe(ctx context.Context, w io.Writer, brokers []string, n, records int, waits []time.Duration, csv string) error {
 	if n < 1 || records < 1 || len(waits) == 0 {
 		return fmt.Errorf("bench: txn probe: %d transactions of %d records, %d waits: each must be at least 1", n, records, len(waits))
 	}
@@ -114,6 +116,9 @@ func runTxnProbe(ctx context.Context, w io.Writer, brokers []string, n, records 
 		txns[i].visible = txns[i].seen.Sub(txns[i].committed)
 	}
 	printTxnProbe(w, txns, waits)
+	if csv != "" {
+		return writeTxnProbeCSV(csv, txns)
+	}
 	return nil
 }
 
@@ -159,9 +164,24 @@ func probeOne(ctx context.Context, cl *kgo.Client, topic string, i, records int,
 	return nil
 }
 
+// writeTxnProbeCSV writes every transaction's times in ms, one a line,
+// for histograms (-txn-probe-csv).
+func writeTxnProbeCSV(path string, txns []probeTxn) error {
+	var b strings.Builder
+	b.WriteString("txn,wait_ms,first_ack_ms,flush_ms,endtxn_ms,visible_ms\n")
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	for i, t := range txns {
+		fmt.Fprintf(&b, "%d,%.3f,%.3f,%.3f,%.3f,%.3f\n", i, ms(t.wait), ms(t.firstAck), ms(t.flush), ms(t.endTxn), ms(t.visible))
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("bench: -txn-probe-csv: %w", err)
+	}
+	return nil
+}
+
 // printTxnProbe prints p50 / p99 / max of every time, one row per wait.
 func printTxnProbe(w io.Writer, txns []probeTxn, waits []time.Duration) {
-	fmt.Fprintln(w, "| wait before first produce | txns | first ack ms p50 / p99 / max | first acks ≥ 15 ms | flush ms p50 / p99 | EndTxn ms p50 / p99 | visible after EndTxn ms p50 / p99 | total ms p50 / p99 / max |")
+	fmt.Fprintln(w, "| wait before first produce | txns | first ack ms p50 / p99 / max | first acks 15–150 ms | flush ms p50 / p99 | EndTxn ms p50 / p99 | visible after EndTxn ms p50 / p99 | total ms p50 / p99 / max |")
 	fmt.Fprintln(w, "|---|---:|---|---:|---|---|---|---|")
 	for _, wait := range slices.Compact(slices.Sorted(slices.Values(waits))) {
 		var first, flush, end, vis, total []time.Duration
@@ -175,7 +195,7 @@ func printTxnProbe(w io.Writer, txns []probeTxn, waits []time.Duration) {
 			end = append(end, t.endTxn)
 			vis = append(vis, t.visible)
 			total = append(total, t.flush+t.endTxn+t.visible)
-			if t.firstAck >= 15*time.Millisecond {
+			if t.firstAck >= 15*time.Millisecond && t.firstAck < 150*time.Millisecond {
 				slow++
 			}
 		}
