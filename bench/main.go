@@ -68,6 +68,10 @@ func main() {
 	latRate := flag.Int("latency-rate", 5000, "records a second each latency row offers")
 	latFor := flag.Duration("latency-for", 0, "how long each latency row offers its load (default 10s, -quick 5s): longer windows rank tails on a noisy machine")
 	runs := flag.Int("runs", 1, "how many times each throughput row runs, in rounds that alternate the system order; the table gives each row's median run (a sub-second -quick row varies by 25 % from run to run)")
+	txnProbe := flag.Int("txn-probe", 0, "run N short transactions back to back against -brokers and print where their time goes (txnprobe.go), instead of the rows")
+	txnProbeRecords := flag.Int("txn-probe-records", 50, "records a -txn-probe transaction produces (50: a 10 ms epoch at 5,000 rec/s)")
+	txnProbeWaits := flag.String("txn-probe-waits", "0s,3ms", "waits between a -txn-probe commit and the next transaction's first produce, taken in turn")
+	txnProbeCSV := flag.String("txn-probe-csv", "", "file for every -txn-probe transaction's times (ms), one a line")
 	alt := flag.String("alt", "", `another build of this bench (e.g. against the library before a change): the rows named "alt.<weir row>" in -systems run their child from it`)
 	flag.Parse()
 	altBinary = *alt
@@ -84,6 +88,20 @@ func main() {
 			fmt.Fprintln(os.Stderr, *child+":", err)
 			stopProfiles()
 			os.Exit(1)
+		}
+		return
+	}
+
+	if *txnProbe > 0 {
+		waits, err := parseWaits(*txnProbeWaits)
+		if err == nil && *brokers == "" {
+			err = fmt.Errorf("bench: -txn-probe needs -brokers (a real broker's coordinator)")
+		}
+		if err == nil {
+			err = runTxnProbe(ctx, os.Stdout, strings.Split(*brokers, ","), *txnProbe, *txnProbeRecords, waits, *txnProbeCSV)
+		}
+		if err != nil {
+			fatal(err)
 		}
 		return
 	}

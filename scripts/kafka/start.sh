@@ -23,6 +23,12 @@
 #   KAFKA_START_TIMEOUT    seconds to wait for the broker, default 90
 #   KAFKA_HEAP_OPTS        default "-Xms256m -Xmx1g"
 #   KAFKA_NODES            number of nodes, default 1 (the single node above)
+#   KAFKA_EXTRA_PROPS      broker properties, one key=value a line, appended
+#                          to every node's server.properties after the
+#                          defaults below (a later line wins), e.g.
+#                          KAFKA_EXTRA_PROPS='add.partitions.to.txn.retry.backoff.ms=1'
+#                          (see docs/kafka.md, "Exactly-once latency and the
+#                          broker"). Empty by default: the defaults unchanged.
 #
 # A cluster (KAFKA_NODES=N, N>1):
 #
@@ -99,6 +105,16 @@ resolve_jars() {
     echo "$stamp" >"$lib/.pom-sha256"
     log "jars resolved in $((SECONDS - started))s"
   fi
+}
+
+# extra_props: KAFKA_EXTRA_PROPS under a heading, nothing when it is empty.
+# Kafka reads server.properties with java.util.Properties: the last line of
+# a key wins, so these override the defaults written above them.
+extra_props() {
+  [[ -n ${KAFKA_EXTRA_PROPS:-} ]] || return 0
+  echo
+  echo "# KAFKA_EXTRA_PROPS"
+  printf '%s\n' "$KAFKA_EXTRA_PROPS"
 }
 
 # kafka_uuid: a random Kafka Uuid (16 bytes, URL-safe base64 without padding,
@@ -213,6 +229,7 @@ log.retention.ms=-1
 log.retention.bytes=268435456
 log.retention.check.interval.ms=60000
 PROPS
+    extra_props >>"$nd/server.properties"
   done
 
   "$java" -version 2>&1 | head -1 >&2
@@ -344,6 +361,7 @@ log.retention.ms=-1
 log.retention.bytes=268435456
 log.retention.check.interval.ms=60000
 EOF
+extra_props >>"$run/server.properties"
 
 "$java" -version 2>&1 | head -1 >&2
 cluster_id=$(kafka_tool kafka.tools.StorageTool random-uuid)
