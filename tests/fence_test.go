@@ -1,0 +1,65 @@
+package tests
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weirstream/weir/internal/kafkatest"
+)
+
+// Two instances under exactly-once; one is killed with SIGKILL mid-epoch,
+// its transaction open. The survivor takes its partitions over after the
+// session timeout and fences the dead instance's transactional id
+// (internal/engine/tasks/fence.go): the open transaction is aborted at
+// once, so the survivor restores the dead instance's changelogs and its
+// output appears without waiting for the transaction timeout and the
+// broker's abort check (transaction.abort.timed.out.transaction.cleanup.
+// interval.ms, 10 s on Kafka). The last counts appear within about the
+// session timeout plus a few seconds of the kill, and a read_committed
+// reader sees each count exactly once.
+//
+// On kfake, which aborts a timed-out transaction at the next request,
+// the wait is short with or without the fence; on Kafka it is the session
+// timeout plus up to the abort check's 10 s without it.
+func TestKilledInstanceIsFencedAtTakeover(t *testing.T) {
+	kafkatest.Long(t)
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+		const session = 6 * time.Second // transaction timeout: 3 s
+		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+		kafkatest.CreateTopic(t, env, in, 4)
+		kafkatest.CreateTopic(t, env, out, 4)
+		appID := kafkatest.GroupID(t)
+		vocab := make([]string, 40)
+		for i := range vocab {
+			vocab[i] = fmt.Sprintf("w%02d", i)
+		}
+		want := map[string]int64{}
+		knobs := []string{"WEIR_CHILD_SESSION=" + session.String(), "WEIR_CHILD_EPOCH=1s"}
+		a := startChild(t, env, "continuous", appID, in, out, t.TempDir(), knobs...)
+		b := startChild(t, env, "continuous", appID, in, out, t.TempDir(), knobs...)
+		produceLines(t, env, in, 0, 200, vocab, want)
+		waitForCounts(t, env, out, want)
+		// Both instances run tasks before the kill.
+		time.Sleep(2 * session)
+		produceLines(t, env, in, 200, 200, vocab, want)
+		waitForCounts(t, env, out, want)
+
+		// Records keep coming: the epoch open at the kill has written.
+		produceLines(t, env, in, 400, 200, vocab, want)
+		time.Sleep(300 * time.Millisecond)
+		killed := time.Now()
+		a.kill(t)
+		produceLines(t, env, in, 600, 200, vocab, want)
+		requireExact(t, want, waitForCounts(t, env, out, want))
+		pause := time.Since(killed)
+		t.Logf("%s: the last counts appeared %v after the kill (session timeout %v)", env.Name, pause.Round(10*time.Millisecond), session)
+		require.Less(t, pause, session+6*time.Second, "the survivor's output waits for the dead instance's transaction")
+		b.stop(t)
+	})
+}
