@@ -127,7 +127,7 @@ func (s *copartitionStrategy) Plan(members map[string]sarama.ConsumerGroupMember
 		enc = nil // a group too large: the addresses come from subscriptions only
 	}
 	a := computeAssignment(s.sets, in, topics, s.replicas.settings())
-	txnIDs = txnIDsOf(txnIDs)
+	txnIDs = txnIDsOf(txnIDs, len(members))
 	assigned := make(map[string][]byte, len(members))
 	for id := range members {
 		assigned[id] = encodeAssignment(enc, a.standby[id], a.warmup[id], txnIDs...)

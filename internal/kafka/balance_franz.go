@@ -157,7 +157,7 @@ func (mb *franzMemberBalancer) Balance(topics map[string]int32) kgo.IntoSyncAssi
 	}
 	settings := mb.b.replicas.settings()
 	a := computeAssignment(mb.b.sets, mb.in, parts, settings)
-	txnIDs := txnIDsOf(mb.txnIDs)
+	txnIDs := txnIDsOf(mb.txnIDs, len(mb.order))
 	data := make(map[string][]byte, len(mb.order))
 	for _, id := range mb.order {
 		data[id] = encodeAssignment(peers, a.standby[id], a.warmup[id], txnIDs...)

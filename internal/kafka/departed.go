@@ -33,13 +33,21 @@ func (d Departures) members(txnIDs []string) {
 }
 
 // txnIDsOf returns ids sorted, without duplicates and empty ids (members
-// without a transactional id); nil if none is left.
-func txnIDsOf(ids []string) []string {
+// without a transactional id); nil if none is left, or if writing them
+// into each of the generation's members' assignments would add more than
+// maxPeersBytes (then no member fences: the broker's transaction timeout
+// ends a dead member's transaction, as without this).
+func txnIDsOf(ids []string, members int) []string {
 	var out []string
+	size := 0
 	for _, id := range ids {
 		if id != "" {
 			out = append(out, id)
+			size += len(id) + 1
 		}
+	}
+	if size*members > maxPeersBytes {
+		return nil
 	}
 	slices.Sort(out)
 	return slices.Compact(out)

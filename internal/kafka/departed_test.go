@@ -39,10 +39,11 @@ func TestTransactionalIDsRoundTrip(t *testing.T) {
 	plain := subscription{generation: 3, sizes: map[TaskID]int64{{"a", 0}: 9}}
 	require.Equal(t, plain, decodeSubscription(encodeSubscription(plain)))
 
-	ids := txnIDsOf([]string{"app-y", "", "app-x", "app-y"})
+	ids := txnIDsOf([]string{"app-y", "", "app-x", "app-y"}, 3)
 	require.Equal(t, []string{"app-x", "app-y"}, ids)
 	a := decodeAssignment(encodeAssignment(nil, []TaskID{{"a", 1}}, nil, ids...))
 	require.Equal(t, memberAssignment{standby: []TaskID{{"a", 1}}, txnIDs: ids}, a)
 	require.Equal(t, memberAssignment{txnIDs: ids}, decodeAssignment(encodeAssignment(nil, nil, nil, ids...)))
-	require.Nil(t, txnIDsOf([]string{""}))
+	require.Nil(t, txnIDsOf([]string{""}, 1))
+	require.Nil(t, txnIDsOf([]string{"app-x"}, maxPeersBytes), "too large for every assignment")
 }
