@@ -46,6 +46,8 @@ func (c *franzClaim) HighWaterMarkOffset() int64 { return c.hwm.Load() }
 
 // Commit implements Session.
 func (c *franzClaim) Commit(ctx context.Context) error {
+	_, release := c.holdGeneration(ctx)
+	defer release()
 	return c.run.committer.commit(ctx, c.run.tryCommit)
 }
 
@@ -191,8 +193,9 @@ func recordFromKgo(r *kgo.Record) Record {
 // onAssigned is kgo's OnPartitionsAssigned: the new partitions' claims
 // start, at their committed offsets. It runs with the poller blocked.
 func (fr *franzRun) onAssigned(_ context.Context, cl *kgo.Client, added map[string][]int32) {
+	_, gen := cl.GroupMetadata()
+	fr.gate.open(gen)
 	if fr.cfg.OnAssignment != nil {
-		_, gen := cl.GroupMetadata()
 		fr.cfg.OnAssignment(gen)
 	}
 	var tps []topicPartition
@@ -214,14 +217,33 @@ func (fr *franzRun) onAssigned(_ context.Context, cl *kgo.Client, added map[stri
 // returns once their handlers returned — after their last commits, within
 // the rebalance timeout, or when they gave up on their cancelled context.
 // kgo keeps heartbeating meanwhile and rejoins after.
-func (fr *franzRun) onRevoked(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+//
+// Under the cooperative protocol kgo also calls it, with no partitions, at
+// the end of every session: right before the member sends its JoinGroup.
+// The rejoin gate closes then (rejoin.go): the commit in flight finishes
+// in the generation it carries, and the next one waits for the next
+// generation. A revocation with partitions comes after a SyncGroup, in
+// the member's new generation, and so does the leave's (which Run opened
+// the gate for): the revoked claims' last commits must not wait.
+func (fr *franzRun) onRevoked(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
+	if len(lost) == 0 {
+		if !fr.stopping() {
+			fr.beforeRejoin()
+		}
+		return
+	}
+	_, gen := cl.GroupMetadata()
+	fr.gate.open(gen)
 	fr.release(lost)
 }
 
 // onLost is kgo's OnPartitionsLost: the member is out of the group (its
 // commits fail with MemberGone). The claims end as on a revocation, and
 // keep the membership they were lost in (kgo's, before it joins again):
-// a commit of their work made after the rejoin is fenced.
+// a commit of their work made after the rejoin is fenced. The claims
+// lose their membership before the rejoin gate opens: a commit parked at
+// the gate reads the lost membership, never the one the member joins
+// next (rejoin.go).
 func (fr *franzRun) onLost(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
 	id, gen := cl.GroupMetadata()
 	fr.mu.Lock()
@@ -229,6 +251,7 @@ func (fr *franzRun) onLost(_ context.Context, cl *kgo.Client, lost map[string][]
 		c.membership.lose(id, gen)
 	}
 	fr.mu.Unlock()
+	fr.gate.open(-1) // commits are fenced now, waiting cures nothing
 	fr.release(lost)
 }
 
