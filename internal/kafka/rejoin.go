@@ -25,10 +25,14 @@ import (
 // rebalance timeout), so a commit that held the gate carries a
 // generation that is still the group's when the coordinator checks it.
 //
-// The gate never chooses the generation a commit carries: it is always
-// the member's live one, read once the gate is passed, and the broker
-// still fences a commit whose generation is over (a member removed for
-// its session timeout, one whose wait ran out). It changes when the
+// The gate never chooses the generation a commit carries: it is the
+// claim's, read once the gate is passed — the member's live one while the
+// claim's membership lasts, else the one it was lost in (franz-go's
+// claimMembership; a sarama session ends with its membership) — and the
+// broker still fences a commit whose generation is over (a member removed
+// for its session timeout while its commit was parked, one whose wait ran
+// out): a parked commit never goes out under the membership the member
+// joined next. It changes when the
 // member rejoins and when a commit reads its generation, never what the
 // broker accepts, so exactly-once keeps resting on KIP-447's fencing
 // alone; only the member's fencing of itself is gone.
@@ -165,7 +169,7 @@ type generationHolder interface {
 	holdGeneration(ctx context.Context) (GroupMetadata, func())
 }
 
-// HoldGeneration returns s's live group metadata for a transactional
+// HoldGeneration returns s's group metadata for a transactional
 // offset commit and keeps the member from rejoining its group until
 // release is called: call release once the commit (TxnOffsetCommit)
 // returned. While the member is rejoining, it first waits until the
