@@ -42,6 +42,16 @@ import (
 // acks of 15–150 ms: one or more of the broker's retries at the default
 // backoff, within its 100 ms bound and one request's round trip.
 // -txn-probe-csv writes every transaction's times, for histograms.
+//
+// With -txn-probe-ids 2 two producers of two transactional ids ("-a",
+// "-b") take the transactions in turn, as an engine could that hides the
+// markers behind the other id: transaction i+1's first produce follows
+// i's EndTxn at once (after the wait) and its EndTxn waits for i's to
+// return (exactly-once with consumer offsets: i+1's offsets include i's
+// range). The coordinator's CONCURRENT_TRANSACTIONS concerns one
+// transactional id, so i+1 does not wait for i's markers; it can still
+// meet its own id's last ones (i-1's) when that EndTxn returned just
+// before (the id gap, in the CSV).
 
 // txnProbeIDs is -txn-probe-ids, registered here rather than in main.go
 // with the probe's other flags so that the probe's two modes stay in this

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +52,34 @@ func TestTxnProbeIDs(t *testing.T) {
 		err := runTxnProbeIDs(t.Context(), io.Discard, []string{"127.0.0.1:1"}, 10, 50, []time.Duration{0}, ids, "")
 		if err == nil || !strings.Contains(err.Error(), "-txn-probe-ids") {
 			t.Fatalf("ids %d: %v, want the -txn-probe-ids error", ids, err)
+		}
+	}
+}
+
+// TestTxnProbeKafka runs both modes of the probe, 20 transactions each,
+// against the broker in KAFKA_BROKERS (skipped without one): every
+// transaction committed in order and read by the read_committed consumer,
+// one row per wait.
+func TestTxnProbeKafka(t *testing.T) {
+	brokers := os.Getenv("KAFKA_BROKERS")
+	if brokers == "" {
+		t.Skip("KAFKA_BROKERS is not set")
+	}
+	for _, ids := range []int{1, 2} {
+		var b strings.Builder
+		csv := filepath.Join(t.TempDir(), "probe.csv")
+		err := runTxnProbeIDs(t.Context(), &b, strings.Split(brokers, ","), 20, 10, []time.Duration{0, time.Millisecond}, ids, csv)
+		if err != nil {
+			t.Fatalf("ids %d: %v", ids, err)
+		}
+		for _, row := range []string{fmt.Sprintf("| %d | 0s | 10 |", ids), fmt.Sprintf("| %d | 1ms | 10 |", ids)} {
+			if !strings.Contains(b.String(), row) {
+				t.Fatalf("ids %d: no row %q:\n%s", ids, row, b.String())
+			}
+		}
+		data, err := os.ReadFile(csv)
+		if err != nil || strings.Count(string(data), "\n") != 21 {
+			t.Fatalf("ids %d: csv: %v\n%s", ids, err, data)
 		}
 	}
 }
