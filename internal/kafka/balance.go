@@ -61,10 +61,6 @@ type copartitionStrategy struct {
 	sets       [][]string
 	memberData []byte
 	onAssign   func(generation int32)
-	// beforeJoin, if set, runs before each JoinGroup of the member, and
-	// joined once it holds its new generation (the rejoin gate, rejoin.go).
-	beforeJoin func()
-	joined     func(generation int32)
 	generation atomic.Int32
 	// replicas configures standbys and warm-ups (plan_standby.go).
 	replicas ReplicaConfig
@@ -168,12 +164,7 @@ func (s *copartitionStrategy) AssignmentData(member string, _ map[string][]int32
 }
 
 // SubscriptionUserData implements sarama.SubscriptionUserDataBalanceStrategy.
-// sarama calls it right before each JoinGroup: the member is about to
-// give up its generation (beforeJoin).
 func (s *copartitionStrategy) SubscriptionUserData([]string) ([]byte, error) {
-	if s.beforeJoin != nil {
-		s.beforeJoin()
-	}
 	sub := subscription{generation: s.generation.Load(), memberData: s.memberData, txnID: s.replicas.Departures.TransactionalID}
 	if s.replicas.Lags != nil {
 		sub.lags = s.replicas.Lags()
@@ -195,9 +186,6 @@ func (s *copartitionStrategy) OnAssignment(as *sarama.ConsumerGroupMemberAssignm
 	}
 	s.replicas.Departures.members(a.txnIDs)
 	s.generation.Store(generationID)
-	if s.joined != nil {
-		s.joined(generationID)
-	}
 	if s.onAssign != nil {
 		s.onAssign(generationID)
 	}

@@ -125,8 +125,6 @@ func (c *claim) MemberID() string { return c.sess.MemberID() }
 
 // Commit implements Session.
 func (c *claim) Commit(ctx context.Context) error {
-	_, release := c.holdGeneration(ctx)
-	defer release()
 	return c.run.committer.commit(ctx, c.run.committer.saramaTry(c.sess))
 }
 
@@ -213,10 +211,6 @@ func (gh *groupHandler) pump(sc sarama.ConsumerGroupClaim, records chan<- Record
 		}
 	}
 	close(records)
-	// The claim ends: revoked (the member holds its new generation), or
-	// its session over (a failed rejoin, a stop). Its last commit must not
-	// wait for a join.
-	gh.run.gate.open(-1)
 	t := time.NewTimer(gh.run.cfg.RebalanceTimeout)
 	defer t.Stop()
 	select {

@@ -29,11 +29,6 @@ type franzClaim struct {
 	stopped bool // Records is closing: revoked, lost, stopping, or restarting
 	timer   *time.Timer
 
-	// membership is the group membership the claim is held under
-	// (membership_franz.go): Session's answers are its, not kgo's live
-	// state once the member lost the claim.
-	membership claimMembership
-
 	wake chan struct{} // a batch was queued
 	halt chan struct{} // closed by stop
 	done chan struct{} // closed once the handler returned and the feeder ended
@@ -46,30 +41,24 @@ func (c *franzClaim) HighWaterMarkOffset() int64 { return c.hwm.Load() }
 
 // Commit implements Session.
 func (c *franzClaim) Commit(ctx context.Context) error {
-	_, release := c.holdGeneration(ctx)
-	defer release()
 	return c.run.committer.commit(ctx, c.run.tryCommit)
 }
 
-// GenerationID implements Session: the member's live generation while it
-// still holds the claim's membership (claimMembership).
+// GenerationID implements Session, reading the member's live state.
 func (c *franzClaim) GenerationID() int32 {
-	_, gen := c.membership.membership(c.run.cl.GroupMetadata())
+	_, gen := c.run.cl.GroupMetadata()
 	return gen
 }
 
-// MemberID implements Session: the member's live id while it still holds
-// the claim's membership (claimMembership).
+// MemberID implements Session, reading the member's live state.
 func (c *franzClaim) MemberID() string {
-	id, _ := c.membership.membership(c.run.cl.GroupMetadata())
+	id, _ := c.run.cl.GroupMetadata()
 	return id
 }
 
-// GroupMetadata implements Session: the member's live metadata while it
-// still holds the claim's membership, else the membership the claim was
-// held under, which the broker fences (claimMembership).
+// GroupMetadata implements Session.
 func (c *franzClaim) GroupMetadata() GroupMetadata {
-	return c.m.groupMetadata(c.membership.membership(c.run.cl.GroupMetadata()))
+	return c.m.groupMetadata(c.run.cl.GroupMetadata())
 }
 
 // push queues a fetch's records of the partition (called by the poller,
@@ -192,19 +181,9 @@ func recordFromKgo(r *kgo.Record) Record {
 
 // onAssigned is kgo's OnPartitionsAssigned: the new partitions' claims
 // start, at their committed offsets. It runs with the poller blocked.
-//
-// A claim granted under another member id than kgo's now is a lost
-// membership's (kgo joined again under a new member id without calling
-// onLost: its JoinGroup was refused UNKNOWN_MEMBER_ID) and keeps
-// partitions kgo still counts as its own: it ends here (endStale), before
-// any claim of the new membership starts — so that no epoch commits its
-// stale positions with a new claim's session — and starts again under
-// the new membership, at the committed offsets.
 func (fr *franzRun) onAssigned(_ context.Context, cl *kgo.Client, added map[string][]int32) {
-	id, gen := cl.GroupMetadata()
-	fr.gate.open(gen)
-	fr.endStale(id)
 	if fr.cfg.OnAssignment != nil {
+		_, gen := cl.GroupMetadata()
 		fr.cfg.OnAssignment(gen)
 	}
 	var tps []topicPartition
@@ -221,66 +200,18 @@ func (fr *franzRun) onAssigned(_ context.Context, cl *kgo.Client, added map[stri
 	fr.startClaims(tps)
 }
 
-// endStale ends the claims granted under another member id than id (see
-// onAssigned): they lose their membership — a commit of their work is
-// fenced — and the partitions still assigned start again (wantStart).
-func (fr *franzRun) endStale(id string) {
-	var stale []*franzClaim
-	fr.mu.Lock()
-	for _, c := range fr.claims {
-		if c.membership.staleFor(id) {
-			stale = append(stale, c)
-		}
-	}
-	fr.mu.Unlock()
-	if len(stale) == 0 {
-		return
-	}
-	fr.log.Info("kafka: ending the claims of a lost membership", "group", fr.cfg.GroupID, "claims", len(stale))
-	stopClaims(stale)
-	fr.wantStart()
-}
-
 // onRevoked is kgo's OnPartitionsRevoked (at a rebalance, or for every
 // partition when the member leaves): the claims' Records close, and it
 // returns once their handlers returned — after their last commits, within
 // the rebalance timeout, or when they gave up on their cancelled context.
 // kgo keeps heartbeating meanwhile and rejoins after.
-//
-// Under the cooperative protocol kgo also calls it, with no partitions, at
-// the end of every session: right before the member sends its JoinGroup.
-// The rejoin gate closes then (rejoin.go): the commit in flight finishes
-// in the generation it carries, and the next one waits for the next
-// generation. A revocation with partitions comes after a SyncGroup, in
-// the member's new generation, and so does the leave's (which Run opened
-// the gate for): the revoked claims' last commits must not wait.
-func (fr *franzRun) onRevoked(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
-	if len(lost) == 0 {
-		if !fr.stopping() {
-			fr.beforeRejoin()
-		}
-		return
-	}
-	_, gen := cl.GroupMetadata()
-	fr.gate.open(gen)
+func (fr *franzRun) onRevoked(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 	fr.release(lost)
 }
 
 // onLost is kgo's OnPartitionsLost: the member is out of the group (its
-// commits fail with MemberGone). The claims end as on a revocation, and
-// keep the membership they were lost in (kgo's, before it joins again):
-// a commit of their work made after the rejoin is fenced. The claims
-// lose their membership before the rejoin gate opens: a commit parked at
-// the gate reads the lost membership, never the one the member joins
-// next (rejoin.go).
-func (fr *franzRun) onLost(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
-	id, gen := cl.GroupMetadata()
-	fr.mu.Lock()
-	for _, c := range fr.claims {
-		c.membership.lose(id, gen)
-	}
-	fr.mu.Unlock()
-	fr.gate.open(-1) // commits are fenced now, waiting cures nothing
+// commits fail with MemberGone). The claims end as on a revocation.
+func (fr *franzRun) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 	fr.release(lost)
 }
 
@@ -401,7 +332,6 @@ func (fr *franzRun) startClaim(tp topicPartition, initial, hwm int64) {
 		wake: make(chan struct{}, 1), halt: make(chan struct{}), done: make(chan struct{}),
 	}
 	c.hwm.Store(hwm)
-	c.membership.start(fr.cl.GroupMetadata())
 	fr.mu.Lock()
 	fr.claims[tp] = c
 	fr.mu.Unlock()

@@ -250,12 +250,9 @@ func (g *Group) Run(ctx context.Context, h Handler) error {
 	consumeCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	rs := &runState{
-		member: newMember(ctx, g.cfg, h, newCommitter(client, g.cfg.GroupID, g.cfg.InstanceID), stop, false),
+		member: newMember(ctx, g.cfg, h, newCommitter(client, g.cfg.GroupID, g.cfg.InstanceID), stop),
 		client: client,
 	}
-	// The strategy's hooks run on sarama's rebalance path: right before
-	// each JoinGroup, and once the member holds its new generation.
-	strategy.beforeJoin, strategy.joined = rs.beforeRejoin, rs.gate.open
 	var dispatcher, pump sync.WaitGroup
 	dispatcher.Go(rs.errs.run)
 	pump.Go(func() {
@@ -280,7 +277,6 @@ func (g *Group) Run(ctx context.Context, h Handler) error {
 	watcher.Go(func() {
 		select {
 		case <-consumeCtx.Done():
-			rs.gate.shutdown() // the claims' last commits go at once
 			if rs.sessions.Load() == 0 {
 				client.abortCoordination()
 			}

@@ -58,7 +58,7 @@ func (g *Group) runFranz(ctx context.Context, h Handler) error {
 	consumeCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	fr := &franzRun{
-		member:   newMember(ctx, g.cfg, h, newCommitter(nil, g.cfg.GroupID, g.cfg.InstanceID), stop, true),
+		member:   newMember(ctx, g.cfg, h, newCommitter(nil, g.cfg.GroupID, g.cfg.InstanceID), stop),
 		done:     consumeCtx.Done(),
 		assigned: make(map[topicPartition]bool),
 		claims:   make(map[topicPartition]*franzClaim),
@@ -112,7 +112,6 @@ func (g *Group) runFranz(ctx context.Context, h Handler) error {
 		})
 	}
 	<-consumeCtx.Done()
-	fr.gate.shutdown() // the leave's revocation commits at once
 	poller.Wait()
 
 	// Leaving revokes every partition (onRevoked): the claims' Records

@@ -22,19 +22,15 @@ type member struct {
 	hardCtx   context.Context // parent of claim contexts; not cancelled by Run's ctx
 	stop      context.CancelCauseFunc
 	errs      *errorQueue
-	// gate orders the member's commits and its rejoins (rejoin.go).
-	gate *rejoinGate
 
 	errMu    sync.Mutex
 	firstErr error
 }
 
 // newMember returns the member of one Run under ctx; stop cancels the
-// Run's consuming context, committer carries its commits; heartbeats:
-// the client heartbeats while the member waits to rejoin (rejoinWaits).
-func newMember(ctx context.Context, cfg GroupConfig, h Handler, committer *committer, stop context.CancelCauseFunc, heartbeats bool) *member {
+// Run's consuming context, committer carries its commits.
+func newMember(ctx context.Context, cfg GroupConfig, h Handler, committer *committer, stop context.CancelCauseFunc) *member {
 	return &member{
-		gate:      newRejoinGate(rejoinWaits(cfg, heartbeats)),
 		cfg:       cfg,
 		log:       cfg.logger(),
 		h:         h,

@@ -139,14 +139,14 @@ func (e *Engine) runBatch(ctx context.Context, plan offsets.Plan, srcs map[offse
 // transaction).
 func (e *Engine) commit(ctx context.Context, plan offsets.Plan, srcs map[offsets.TopicPartition]*source) error {
 	pos := tasks.Positions{}
-	var sessions []kafka.Session
+	var session kafka.Session
 	for _, r := range plan.Ranges {
 		if s := srcs[r.TopicPartition]; s != nil {
 			pos[r.TopicPartition] = s.next
-			sessions = append(sessions, s.c)
+			session = s.c
 		}
 	}
-	return e.rt.Commit(ctx, pos, commitSession(sessions))
+	return e.rt.Commit(ctx, pos, session)
 }
 
 // commitAgain commits the position of every source once more, after a
@@ -163,12 +163,12 @@ func (e *Engine) commitAgain(ctx context.Context, srcs map[offsets.TopicPartitio
 		return nil
 	}
 	pos := tasks.Positions{}
-	var sessions []kafka.Session
+	var session kafka.Session
 	for tp, s := range srcs {
 		pos[tp] = s.next
-		sessions = append(sessions, s.c)
+		session = s.c
 	}
-	switch err := e.rt.Commit(ctx, pos, commitSession(sessions)); {
+	switch err := e.rt.Commit(ctx, pos, session); {
 	case errors.Is(err, tasks.ErrCommitLater):
 		e.report(fmt.Errorf("microbatch: offsets of the last batch: %w", err))
 	case err != nil:

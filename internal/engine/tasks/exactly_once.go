@@ -92,12 +92,7 @@ func (t *txnOutput) commitTxn(ctx context.Context, positions Positions, s kafka.
 	if t.beforeCommit != nil {
 		t.beforeCommit()
 	}
-	// The member does not rejoin its group while the offsets are on
-	// their way, and they carry the generation it holds (kafka's rejoin
-	// gate): a rebalance does not fence the epoch.
-	gm, release := kafka.HoldGeneration(ctx, s)
-	err := t.sess.Commit(ctx, offs, gm)
-	release()
+	err := t.sess.Commit(ctx, offs, s.GroupMetadata())
 	if err == nil {
 		t.last = maps.Clone(positions)
 		t.sent.Store(0)
