@@ -56,6 +56,7 @@ var (
 	pauseKeys    = flag.Int("pause-keys", 0, "the pause scenario's keys (its state; default 1,000,000, -quick 50,000)")
 	pauseRate    = flag.Int("pause-rate", 1200, "records a second the pause scenario offers during its events")
 	pauseSession = flag.Duration("pause-session", 10*time.Second, "the pause scenario's session timeout, weir's and Kafka Streams' alike")
+	pauseBeat    = flag.Duration("pause-heartbeat", 0, "the pause scenario's heartbeat interval, weir's and Kafka Streams' alike (default a third of the session timeout)")
 	pauseSystems = flag.String("pause-systems", strings.Join(pauseDefaultSystems, ","), "the pause scenario's configurations")
 )
 
@@ -139,6 +140,10 @@ func runPauseWeir(ctx context.Context, a childArgs, c pauseConfig) error {
 	if err != nil {
 		return fmt.Errorf("WEIR_BENCH_PAUSE_SESSION: %w", err)
 	}
+	beat, err := time.ParseDuration(os.Getenv("WEIR_BENCH_PAUSE_HEARTBEAT"))
+	if err != nil {
+		return fmt.Errorf("WEIR_BENCH_PAUSE_HEARTBEAT: %w", err)
+	}
 	app, err := weir.New(topo,
 		weir.WithBrokers(a.brokers...),
 		weir.WithApplicationID(a.app),
@@ -147,7 +152,7 @@ func runPauseWeir(ctx context.Context, a childArgs, c pauseConfig) error {
 		weir.WithEpochInterval(100*time.Millisecond),
 		weir.WithGuarantee(weir.ExactlyOnce),
 		weir.WithSessionTimeout(session),
-		weir.WithHeartbeatInterval(max(session/3, 500*time.Millisecond)),
+		weir.WithHeartbeatInterval(beat),
 		weir.WithStandbyReplicas(c.standbys),
 		weir.WithMaxWarmupReplicas(c.warmups),
 	)
@@ -204,6 +209,7 @@ type pauseRunner struct {
 	keys    int
 	rate    int
 	session time.Duration
+	beat    time.Duration // the heartbeat interval; zero: a third of session
 	settle  time.Duration // after the backlog: standbys catch up
 	quiet   time.Duration // the "none" window
 	wins    map[string]time.Duration
@@ -232,6 +238,8 @@ func (pr *pauseRunner) startInstance(c pauseConfig, run string, idx int, in, out
 	cmd.Env = append(os.Environ(),
 		"WEIR_BENCH_PAUSE_SESSION="+pr.session.String(),
 		"WEIR_BENCH_KS_SESSION_MS="+strconv.FormatInt(pr.session.Milliseconds(), 10),
+		"WEIR_BENCH_PAUSE_HEARTBEAT="+pr.heartbeat().String(),
+		"WEIR_BENCH_KS_HEARTBEAT_MS="+strconv.FormatInt(pr.heartbeat().Milliseconds(), 10),
 		"WEIR_BENCH_KS_STANDBYS="+strconv.Itoa(c.standbys),
 		"WEIR_BENCH_KS_PROTOCOL="+c.protocol)
 	cmd.Stdout, cmd.Stderr = lf, lf
@@ -462,7 +470,7 @@ func pauseRun(ctx context.Context, h *harness, brokerDesc string, quick bool, ou
 	if !*pauseOn {
 		return false
 	}
-	pr := &pauseRunner{h: h, keys: 1_000_000, rate: *pauseRate, session: *pauseSession,
+	pr := &pauseRunner{h: h, keys: 1_000_000, rate: *pauseRate, session: *pauseSession, beat: *pauseBeat,
 		settle: 30 * time.Second, quiet: 10 * time.Second}
 	if quick {
 		pr.keys, pr.settle = 50_000, 20*time.Second
@@ -538,4 +546,13 @@ func builtKStreams() (jar, skip string) {
 		}
 	}
 	return jar, ""
+}
+
+// heartbeat is the instances' heartbeat interval: -pause-heartbeat, or a
+// third of the session timeout (at least 500 ms), Kafka's ratio.
+func (pr *pauseRunner) heartbeat() time.Duration {
+	if pr.beat > 0 {
+		return pr.beat
+	}
+	return max(pr.session/3, 500*time.Millisecond)
 }

@@ -80,9 +80,9 @@ func renderPause(rows []pauseRow, pr *pauseRunner, broker string, quick bool) st
 	if quick {
 		mode = "quick"
 	}
-	fmt.Fprintf(&b, "Broker: %s. Machine: %d CPUs (GOMAXPROCS %d), %s/%s, %s. Mode: %s — %d instances, %d partitions, %d keys of state, %d rec/s offered during the events, session timeout %s (both systems), exactly-once, 100 ms epochs / commit interval.\n\n",
+	fmt.Fprintf(&b, "Broker: %s. Machine: %d CPUs (GOMAXPROCS %d), %s/%s, %s. Mode: %s — %d instances, %d partitions, %d keys of state, %d rec/s offered during the events, session timeout %s and heartbeat interval %s (both systems), exactly-once, 100 ms epochs / commit interval.\n\n",
 		broker, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02 15:04 MST"),
-		mode, pauseInstances, pausePartitions, pr.keys, pr.rate, pr.session)
+		mode, pauseInstances, pausePartitions, pr.keys, pr.rate, pr.session, pr.heartbeat())
 	b.WriteString("| event | system | standbys | warm-ups | pause p50 s | pause max s | all moving after s | stuck | target |\n")
 	b.WriteString("|---|---|---:|---|---:|---:|---:|---:|---|\n")
 	for _, ev := range []string{"none", "kill", "add", "stop"} {

@@ -99,6 +99,9 @@ public final class Bench {
             p.put(StreamsConfig.consumerPrefix("session.timeout.ms"), Integer.parseInt(env));
             p.put(StreamsConfig.consumerPrefix("heartbeat.interval.ms"), Math.max(500, Integer.parseInt(env) / 3));
         }
+        if ((env = System.getenv("WEIR_BENCH_KS_HEARTBEAT_MS")) != null) {
+            p.put(StreamsConfig.consumerPrefix("heartbeat.interval.ms"), Integer.parseInt(env));
+        }
         if ((env = System.getenv("WEIR_BENCH_KS_THREADS")) != null) {
             p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, Integer.parseInt(env));
         }
