@@ -45,9 +45,6 @@ func TestCrashChild(t *testing.T) {
 	if d, err := time.ParseDuration(env("EPOCH")); err == nil {
 		opts = append(opts, weir.WithEpochInterval(d))
 	}
-	if d, err := time.ParseDuration(env("SESSION")); err == nil {
-		opts = append(opts, weir.WithSessionTimeout(d))
-	}
 	if n, err := strconv.Atoi(env("STANDBYS")); err == nil {
 		opts = append(opts, weir.WithStandbyReplicas(n))
 	}

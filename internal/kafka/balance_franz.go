@@ -54,7 +54,7 @@ func (b *franzBalancer) JoinGroupMetadata(topics []string, current map[string][]
 	meta := kmsg.NewConsumerMemberMetadata()
 	meta.Version = 2
 	meta.Topics = topics
-	sub := subscription{generation: generation, memberData: b.memberData, txnID: b.replicas.Departures.TransactionalID}
+	sub := subscription{generation: generation, memberData: b.memberData}
 	if b.replicas.Lags != nil {
 		sub.lags = b.replicas.Lags()
 	}
@@ -80,15 +80,14 @@ func (b *franzBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int
 	if err != nil {
 		return nil, err
 	}
-	var as kmsg.ConsumerMemberAssignment
-	var a memberAssignment
-	if len(assignment) > 0 && as.ReadFrom(assignment) == nil {
-		a = decodeAssignment(as.UserData)
-	}
 	if b.replicas.OnAssigned != nil {
+		var as kmsg.ConsumerMemberAssignment
+		var a memberAssignment
+		if len(assignment) > 0 && as.ReadFrom(assignment) == nil {
+			a = decodeAssignment(as.UserData)
+		}
 		b.replicas.OnAssigned(a.standby, a.warmup)
 	}
-	b.replicas.Departures.members(a.txnIDs)
 	return parts, nil
 }
 
@@ -124,7 +123,6 @@ func (b *franzBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (
 		}
 		mb.in[m.MemberID] = pm
 		mb.peers[m.MemberID] = sub.memberData
-		mb.txnIDs = append(mb.txnIDs, sub.txnID)
 		mb.order = append(mb.order, m.MemberID)
 	}
 	return mb, topics, nil
@@ -136,8 +134,6 @@ type franzMemberBalancer struct {
 	in    map[string]planMember
 	peers map[string][]byte
 	order []string
-	// txnIDs are the members' transactional ids (txnIDsOf sorts them).
-	txnIDs []string
 }
 
 // Balance implements kgo.GroupMemberBalancer: computePlan over every
@@ -157,10 +153,9 @@ func (mb *franzMemberBalancer) Balance(topics map[string]int32) kgo.IntoSyncAssi
 	}
 	settings := mb.b.replicas.settings()
 	a := computeAssignment(mb.b.sets, mb.in, parts, settings)
-	txnIDs := txnIDsOf(mb.txnIDs, len(mb.order))
 	data := make(map[string][]byte, len(mb.order))
 	for _, id := range mb.order {
-		data[id] = encodeAssignment(peers, a.standby[id], a.warmup[id], txnIDs...)
+		data[id] = encodeAssignment(peers, a.standby[id], a.warmup[id])
 		if mb.b.log != nil {
 			mb.b.log.Debug("weir: assignor plan", "member", id, "settings", fmt.Sprintf("%+v", settings), "owned", mb.in[id].owned,
 				"lags", mb.in[id].lags, "assigned", a.plan[id], "standby", a.standby[id], "warmup", a.warmup[id])
