@@ -248,6 +248,10 @@ func weirRestore(ctx context.Context, brokers []string, in, app, dir string) (re
 		return 0, 0, 0, err
 	}
 	log := &restoreLog{Handler: slog.NewTextHandler(os.Stderr, nil), restored: make(chan slog.Record, 1)}
+	// weir restores in this process: -cpuprofile (and the other profile
+	// flags) cover it from weir.New to the "restored store" line.
+	stopProfiles := startProfiles(ctx, app+"-"+wlRestore)
+	defer func() { stopProfiles() }()
 	before := processCPU()
 	a, err := weir.New(topo, weir.WithBrokers(brokers...), weir.WithApplicationID(app), weir.WithStateDir(dir),
 		weir.WithLogger(slog.New(log)))
@@ -261,6 +265,8 @@ func weirRestore(ctx context.Context, brokers []string, in, app, dir string) (re
 	select {
 	case rec := <-log.restored:
 		cpu = processCPU() - before
+		stopProfiles()
+		stopProfiles = func() {}
 		rec.Attrs(func(at slog.Attr) bool {
 			switch at.Key {
 			case "records", "skipped_stale":
