@@ -116,7 +116,7 @@ func (r restoreRow) summary() string {
 	case r.err != "":
 		return "FAILED: " + r.err
 	}
-	return fmt.Sprintf("%d records in %.2fs = %.0f records/s, %.1f MiB/s, cpu %.1fs", r.records, r.took.Seconds(), r.rate(), r.mibRate(), r.cpu)
+	return fmt.Sprintf("%d records in %.2fs = %.0f records/s, %.1f MiB/s, cpu %.2fs", r.records, r.took.Seconds(), r.rate(), r.mibRate(), r.cpu)
 }
 
 // restore fills a changelog for sys's application and times its restore.
@@ -355,7 +355,7 @@ func renderRestoreTable(rows []restoreRow, quick bool) string {
 		case r.err != "":
 			fmt.Fprintf(&sb, "| %s | %s | FAILED: %s | | | | |\n", r.system, store, r.err)
 		default:
-			fmt.Fprintf(&sb, "| %s | %s | %d | %.2f | %.0f | %.1f | %.1f |\n", r.system, store, r.records, r.took.Seconds(), r.rate(), r.mibRate(), r.cpu)
+			fmt.Fprintf(&sb, "| %s | %s | %d | %.2f | %.0f | %.1f | %.2f |\n", r.system, store, r.records, r.took.Seconds(), r.rate(), r.mibRate(), r.cpu)
 		}
 	}
 	return sb.String()
