@@ -116,7 +116,7 @@ func (r restoreRow) summary() string {
 	case r.err != "":
 		return "FAILED: " + r.err
 	}
-	return fmt.Sprintf("%d records in %.2fs = %.0f records/s, %.1f MiB/s, cpu %.1fs", r.records, r.took.Seconds(), r.rate(), r.mibRate(), r.cpu)
+	return fmt.Sprintf("%d records in %.2fs = %.0f records/s, %.1f MiB/s, cpu %.2fs", r.records, r.took.Seconds(), r.rate(), r.mibRate(), r.cpu)
 }
 
 // restore fills a changelog for sys's application and times its restore.
@@ -248,6 +248,10 @@ func weirRestore(ctx context.Context, brokers []string, in, app, dir string) (re
 		return 0, 0, 0, err
 	}
 	log := &restoreLog{Handler: slog.NewTextHandler(os.Stderr, nil), restored: make(chan slog.Record, 1)}
+	// weir restores in this process: -cpuprofile (and the other profile
+	// flags) cover it from weir.New to the "restored store" line.
+	stopProfiles := startProfiles(ctx, app+"-"+wlRestore)
+	defer func() { stopProfiles() }()
 	before := processCPU()
 	a, err := weir.New(topo, weir.WithBrokers(brokers...), weir.WithApplicationID(app), weir.WithStateDir(dir),
 		weir.WithLogger(slog.New(log)))
@@ -261,6 +265,8 @@ func weirRestore(ctx context.Context, brokers []string, in, app, dir string) (re
 	select {
 	case rec := <-log.restored:
 		cpu = processCPU() - before
+		stopProfiles()
+		stopProfiles = func() {}
 		rec.Attrs(func(at slog.Attr) bool {
 			switch at.Key {
 			case "records", "skipped_stale":
@@ -349,7 +355,7 @@ func renderRestoreTable(rows []restoreRow, quick bool) string {
 		case r.err != "":
 			fmt.Fprintf(&sb, "| %s | %s | FAILED: %s | | | | |\n", r.system, store, r.err)
 		default:
-			fmt.Fprintf(&sb, "| %s | %s | %d | %.2f | %.0f | %.1f | %.1f |\n", r.system, store, r.records, r.took.Seconds(), r.rate(), r.mibRate(), r.cpu)
+			fmt.Fprintf(&sb, "| %s | %s | %d | %.2f | %.0f | %.1f | %.2f |\n", r.system, store, r.records, r.took.Seconds(), r.rate(), r.mibRate(), r.cpu)
 		}
 	}
 	return sb.String()

@@ -2,6 +2,7 @@ package badgerstore
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -105,12 +106,17 @@ func (db *DB) load(ops []op) error {
 	version := rt.ReadTs()
 	rt.Discard()
 	l := db.bdb.NewKVLoader(bulkPending)
+	// KVLoader.Set copies what it keeps of kv (the key, with the version
+	// appended, into a new slice; the value slice itself), so one pb.KV
+	// serves every op.
+	var kv pb.KV
+	deleteMeta := []byte{badgerBitDelete}
 	for _, o := range ops {
-		kv := &pb.KV{Key: o.key, Value: o.value, Version: version}
+		kv = pb.KV{Key: o.key, Value: o.value, Version: version}
 		if o.del {
-			kv.Value, kv.Meta = nil, []byte{badgerBitDelete}
+			kv.Value, kv.Meta = nil, deleteMeta
 		}
-		if err := l.Set(kv); err != nil {
+		if err := l.Set(&kv); err != nil {
 			_ = l.Finish()
 			return err
 		}
@@ -120,13 +126,23 @@ func (db *DB) load(ops []op) error {
 
 // freshOps validates changes as changeOps does, all of them to sp and of
 // one kind, and returns their row writes sorted by key, each key once
-// (its last write).
+// (its last write). The row keys of a key-value batch share one
+// allocation: the ops live only for the ApplyFresh that made them (Badger
+// copies the keys it keeps, the row cache the values).
 func freshOps(changes []Change, sp StorePartition) ([]op, error) {
 	if len(changes) == 0 {
 		return nil, nil
 	}
 	kind := changes[0].Kind
 	prefix := partitionPrefix(sp.Store, sp.Partition)
+	var arena []byte
+	if kind == statestore.KindKeyValue {
+		n := 0
+		for _, c := range changes {
+			n += len(prefix) + 1 + len(c.Key)
+		}
+		arena = make([]byte, 0, n)
+	}
 	ops := make([]op, 0, len(changes))
 	for i, c := range changes {
 		if c.Store != sp.Store || c.Partition != sp.Partition {
@@ -139,10 +155,9 @@ func freshOps(changes []Change, sp StorePartition) ([]op, error) {
 		}
 		del := c.Value == nil
 		if kind == statestore.KindKeyValue {
-			// One allocation for the row key (rows makes two).
-			data := make([]byte, 0, len(prefix)+1+len(c.Key))
-			data = append(append(append(data, prefix...), tagData), c.Key...)
-			ops = append(ops, op{key: data, value: c.Value, del: del})
+			start := len(arena)
+			arena = append(append(append(arena, prefix...), tagData), c.Key...)
+			ops = append(ops, op{key: arena[start:len(arena):len(arena)], value: c.Value, del: del})
 			continue
 		}
 		data, index, err := rows(kind, prefix, c.Key)
@@ -156,15 +171,43 @@ func freshOps(changes []Change, sp StorePartition) ([]op, error) {
 		}
 		ops = append(ops, op{key: data, value: c.Value, del: del}, op{key: index, value: []byte{}, del: del})
 	}
-	// A stable sort keeps a key's writes in their order; the last of each
+	return lastByKey(ops), nil
+}
+
+// lastByKey sorts ops by key and keeps, of the ops of one key, the last.
+// A changelog is often in key order already (keys written in order, a
+// compacted log), so a batch whose keys strictly increase is returned as
+// it is after one pass.
+func lastByKey(ops []op) []op {
+	sorted := true
+	for i := 1; i < len(ops); i++ {
+		if bytes.Compare(ops[i-1].key, ops[i].key) >= 0 {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return ops
+	}
+	// Sort positions by (key, position): equal keys stay in their order
+	// without a stable sort's moves of whole ops, and the last of each
 	// run of equal keys is the one that stays.
-	slices.SortStableFunc(ops, func(a, b op) int { return bytes.Compare(a.key, b.key) })
-	out := ops[:0]
-	for i, o := range ops {
-		if i+1 < len(ops) && bytes.Equal(o.key, ops[i+1].key) {
+	pos := make([]int32, len(ops))
+	for i := range pos {
+		pos[i] = int32(i)
+	}
+	slices.SortFunc(pos, func(a, b int32) int {
+		if c := bytes.Compare(ops[a].key, ops[b].key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	out := make([]op, 0, len(ops))
+	for i, p := range pos {
+		if i+1 < len(pos) && bytes.Equal(ops[p].key, ops[pos[i+1]].key) {
 			continue
 		}
-		out = append(out, o)
+		out = append(out, ops[p])
 	}
-	return out, nil
+	return out
 }
