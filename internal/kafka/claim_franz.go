@@ -29,6 +29,11 @@ type franzClaim struct {
 	stopped bool // Records is closing: revoked, lost, stopping, or restarting
 	timer   *time.Timer
 
+	// membership is the group membership the claim is held under
+	// (membership_franz.go): Session's answers are its, not kgo's live
+	// state once the member lost the claim.
+	membership claimMembership
+
 	wake chan struct{} // a batch was queued
 	halt chan struct{} // closed by stop
 	done chan struct{} // closed once the handler returned and the feeder ended
@@ -44,21 +49,25 @@ func (c *franzClaim) Commit(ctx context.Context) error {
 	return c.run.committer.commit(ctx, c.run.tryCommit)
 }
 
-// GenerationID implements Session, reading the member's live state.
+// GenerationID implements Session: the member's live generation while it
+// still holds the claim's membership (claimMembership).
 func (c *franzClaim) GenerationID() int32 {
-	_, gen := c.run.cl.GroupMetadata()
+	_, gen := c.membership.membership(c.run.cl.GroupMetadata())
 	return gen
 }
 
-// MemberID implements Session, reading the member's live state.
+// MemberID implements Session: the member's live id while it still holds
+// the claim's membership (claimMembership).
 func (c *franzClaim) MemberID() string {
-	id, _ := c.run.cl.GroupMetadata()
+	id, _ := c.membership.membership(c.run.cl.GroupMetadata())
 	return id
 }
 
-// GroupMetadata implements Session.
+// GroupMetadata implements Session: the member's live metadata while it
+// still holds the claim's membership, else the membership the claim was
+// held under, which the broker fences (claimMembership).
 func (c *franzClaim) GroupMetadata() GroupMetadata {
-	return c.m.groupMetadata(c.run.cl.GroupMetadata())
+	return c.m.groupMetadata(c.membership.membership(c.run.cl.GroupMetadata()))
 }
 
 // push queues a fetch's records of the partition (called by the poller,
@@ -210,8 +219,16 @@ func (fr *franzRun) onRevoked(_ context.Context, _ *kgo.Client, lost map[string]
 }
 
 // onLost is kgo's OnPartitionsLost: the member is out of the group (its
-// commits fail with MemberGone). The claims end as on a revocation.
-func (fr *franzRun) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+// commits fail with MemberGone). The claims end as on a revocation, and
+// keep the membership they were lost in (kgo's, before it joins again):
+// a commit of their work made after the rejoin is fenced.
+func (fr *franzRun) onLost(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
+	id, gen := cl.GroupMetadata()
+	fr.mu.Lock()
+	for _, c := range fr.claims {
+		c.membership.lose(id, gen)
+	}
+	fr.mu.Unlock()
 	fr.release(lost)
 }
 
@@ -332,6 +349,7 @@ func (fr *franzRun) startClaim(tp topicPartition, initial, hwm int64) {
 		wake: make(chan struct{}, 1), halt: make(chan struct{}), done: make(chan struct{}),
 	}
 	c.hwm.Store(hwm)
+	c.membership.start(fr.cl.GroupMetadata())
 	fr.mu.Lock()
 	fr.claims[tp] = c
 	fr.mu.Unlock()
