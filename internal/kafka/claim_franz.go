@@ -190,9 +190,18 @@ func recordFromKgo(r *kgo.Record) Record {
 
 // onAssigned is kgo's OnPartitionsAssigned: the new partitions' claims
 // start, at their committed offsets. It runs with the poller blocked.
+//
+// A claim granted under another member id than kgo's now is a lost
+// membership's (kgo joined again under a new member id without calling
+// onLost: its JoinGroup was refused UNKNOWN_MEMBER_ID) and keeps
+// partitions kgo still counts as its own: it ends here (endStale), before
+// any claim of the new membership starts — so that no epoch commits its
+// stale positions with a new claim's session — and starts again under
+// the new membership, at the committed offsets.
 func (fr *franzRun) onAssigned(_ context.Context, cl *kgo.Client, added map[string][]int32) {
+	id, gen := cl.GroupMetadata()
+	fr.endStale(id)
 	if fr.cfg.OnAssignment != nil {
-		_, gen := cl.GroupMetadata()
 		fr.cfg.OnAssignment(gen)
 	}
 	var tps []topicPartition
@@ -207,6 +216,26 @@ func (fr *franzRun) onAssigned(_ context.Context, cl *kgo.Client, added map[stri
 	fr.mu.Unlock()
 	fr.log.Debug("kafka: partitions assigned", "group", fr.cfg.GroupID, "partitions", len(tps))
 	fr.startClaims(tps)
+}
+
+// endStale ends the claims granted under another member id than id (see
+// onAssigned): they lose their membership — a commit of their work is
+// fenced — and the partitions still assigned start again (wantStart).
+func (fr *franzRun) endStale(id string) {
+	var stale []*franzClaim
+	fr.mu.Lock()
+	for _, c := range fr.claims {
+		if c.membership.staleFor(id) {
+			stale = append(stale, c)
+		}
+	}
+	fr.mu.Unlock()
+	if len(stale) == 0 {
+		return
+	}
+	fr.log.Info("kafka: ending the claims of a lost membership", "group", fr.cfg.GroupID, "claims", len(stale))
+	stopClaims(stale)
+	fr.wantStart()
 }
 
 // onRevoked is kgo's OnPartitionsRevoked (at a rebalance, or for every

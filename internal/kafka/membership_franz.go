@@ -67,3 +67,18 @@ func (m *claimMembership) membership(id string, gen int32) (string, int32) {
 	}
 	return id, gen
 }
+
+// staleFor reports whether the claim was granted under another member id
+// than id, kgo's now, and then marks it lost in the membership it was
+// granted under: the member joined again under a new member id.
+func (m *claimMembership) staleFor(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.grantedTo == id {
+		return false
+	}
+	if !m.lost {
+		m.lost, m.lostID, m.lostGen = true, m.grantedTo, m.grantedGen
+	}
+	return true
+}
