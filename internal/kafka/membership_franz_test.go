@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weirstream/weir/internal/kafka"
@@ -84,4 +85,84 @@ func TestFranzLostClaimKeepsItsMembership(t *testing.T) {
 	require.False(t, inGeneration(got))
 	require.Equal(t, lostAs.GenerationID, first.GenerationID())
 	require.Equal(t, lostAs.MemberID, first.MemberID())
+}
+
+// A franz-go member whose JoinGroup is refused UNKNOWN_MEMBER_ID (the
+// coordinator removed it while it was joining) joins again under a new
+// member id without onLost, and gets back a partition kgo still counts as
+// its own: the claim of the lost membership ends, and the partition's
+// claim starts again under the new membership. Kept, the old claim ran
+// on at its stale position and an epoch committed it with a new claim's
+// session, accepted (chaos seed 731529 with the rejoin gate: duplicates).
+func TestFranzStaleClaimEndsWhenTheMemberRejoinsAsAnother(t *testing.T) {
+	env := kafkatest.Kfake(t, embeddedDefaults)
+	c := env.Cluster()
+	topic, group := kafkatest.Topic(t), kafkatest.GroupID(t)
+	kafkatest.CreateTopic(t, env, topic, 1)
+	admin, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...))
+	require.NoError(t, err)
+	t.Cleanup(admin.Close)
+
+	cfg := groupConfig(env, group, topic)
+	cfg.Client = kafka.ClientFranz
+	claims := make(chan kafka.Claim, 8)
+	handler := kafka.HandlerFunc(func(ctx context.Context, c kafka.Claim) error {
+		claims <- c
+		for range c.Records() {
+		}
+		return nil
+	})
+	member(t, cfg, handler)
+	next := func() kafka.Claim {
+		t.Helper()
+		select {
+		case c := <-claims:
+			return c
+		case <-time.After(waitFor):
+			t.Fatal("no claim")
+			return nil
+		}
+	}
+	first := next()
+	old := first.GroupMetadata()
+
+	// The member's next JoinGroup waits until resume is closed.
+	held, resume := make(chan struct{}), make(chan struct{})
+	var holding atomic.Bool
+	c.ControlKey(int16(kmsg.JoinGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if r := req.(*kmsg.JoinGroupRequest); r.Group == group && r.MemberID == old.MemberID && !holding.Swap(true) {
+			close(held)
+			c.SleepControl(func() { <-resume })
+		}
+		return nil, nil, false
+	})
+	other := member(t, cfg, kafka.HandlerFunc(func(ctx context.Context, c kafka.Claim) error {
+		for range c.Records() {
+		}
+		return nil
+	}))
+	select {
+	case <-held:
+	case <-time.After(waitFor):
+		t.Fatal("the member did not rejoin")
+	}
+	// The coordinator removes the member while it joins; the other one
+	// takes the partition, then leaves.
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	leave := kmsg.NewPtrLeaveGroupRequest()
+	leave.Group = group
+	m := kmsg.NewLeaveGroupRequestMember()
+	m.MemberID = old.MemberID
+	leave.Members = append(leave.Members, m)
+	_, err = leave.RequestWith(ctx, admin)
+	require.NoError(t, err)
+	require.NoError(t, other())
+	close(resume)
+
+	second := next()
+	live := second.GroupMetadata()
+	require.NotEqual(t, old.MemberID, live.MemberID, "the partition's claim did not start again under the new membership")
+	require.Equal(t, old, first.GroupMetadata(), "the lost membership's claim took the new one")
 }
