@@ -206,6 +206,7 @@ func (fr *franzRun) onAssigned(_ context.Context, cl *kgo.Client, added map[stri
 	}
 	var tps []topicPartition
 	fr.mu.Lock()
+	fr.assignedID, fr.assignedGen = id, gen
 	for t, ps := range added {
 		for _, p := range ps {
 			tp := topicPartition{t, p}
@@ -378,8 +379,8 @@ func (fr *franzRun) startClaim(tp topicPartition, initial, hwm int64) {
 		wake: make(chan struct{}, 1), halt: make(chan struct{}), done: make(chan struct{}),
 	}
 	c.hwm.Store(hwm)
-	c.membership.start(fr.cl.GroupMetadata())
 	fr.mu.Lock()
+	c.membership.start(fr.assignedID, fr.assignedGen)
 	fr.claims[tp] = c
 	fr.mu.Unlock()
 	fr.committer.claimStarted(tp)

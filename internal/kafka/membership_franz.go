@@ -3,7 +3,9 @@ package kafka
 import "sync"
 
 // claimMembership is the group membership a franz-go claim is held under:
-// the member id and generation kgo held when the claim started, and — once the member
+// the membership of the assignment the claim started from (kgo's at the
+// last onAssigned; kgo's live state may already hold the new member id
+// of a join under way, with the old generation), and — once the member
 // lost its claims (onLost) — the member id and generation it lost them in.
 //
 // kgo's GroupMetadata is the member's live state, and a member that lost
@@ -32,7 +34,10 @@ type claimMembership struct {
 	lostGen    int32
 }
 
-// start records the membership the claim is granted under.
+// start records the membership the claim is granted under: its
+// assignment's, never a join's under way, whose member id would make the
+// claim answer the new membership once the join completes, though the
+// new assignment may give its partition to another member.
 func (m *claimMembership) start(memberID string, gen int32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
