@@ -29,6 +29,11 @@ type franzClaim struct {
 	stopped bool // Records is closing: revoked, lost, stopping, or restarting
 	timer   *time.Timer
 
+	// membership is the group membership the claim is held under
+	// (membership_franz.go): Session's answers are its, not kgo's live
+	// state once the member lost the claim.
+	membership claimMembership
+
 	wake chan struct{} // a batch was queued
 	halt chan struct{} // closed by stop
 	done chan struct{} // closed once the handler returned and the feeder ended
@@ -44,21 +49,25 @@ func (c *franzClaim) Commit(ctx context.Context) error {
 	return c.run.committer.commit(ctx, c.run.tryCommit)
 }
 
-// GenerationID implements Session, reading the member's live state.
+// GenerationID implements Session: the member's live generation while it
+// still holds the claim's membership (claimMembership).
 func (c *franzClaim) GenerationID() int32 {
-	_, gen := c.run.cl.GroupMetadata()
+	_, gen := c.membership.membership(c.run.cl.GroupMetadata())
 	return gen
 }
 
-// MemberID implements Session, reading the member's live state.
+// MemberID implements Session: the member's live id while it still holds
+// the claim's membership (claimMembership).
 func (c *franzClaim) MemberID() string {
-	id, _ := c.run.cl.GroupMetadata()
+	id, _ := c.membership.membership(c.run.cl.GroupMetadata())
 	return id
 }
 
-// GroupMetadata implements Session.
+// GroupMetadata implements Session: the member's live metadata while it
+// still holds the claim's membership, else the membership the claim was
+// held under, which the broker fences (claimMembership).
 func (c *franzClaim) GroupMetadata() GroupMetadata {
-	return c.m.groupMetadata(c.run.cl.GroupMetadata())
+	return c.m.groupMetadata(c.membership.membership(c.run.cl.GroupMetadata()))
 }
 
 // push queues a fetch's records of the partition (called by the poller,
@@ -181,13 +190,23 @@ func recordFromKgo(r *kgo.Record) Record {
 
 // onAssigned is kgo's OnPartitionsAssigned: the new partitions' claims
 // start, at their committed offsets. It runs with the poller blocked.
+//
+// A claim granted under another member id than kgo's now is a lost
+// membership's (kgo joined again under a new member id without calling
+// onLost: its JoinGroup was refused UNKNOWN_MEMBER_ID) and keeps
+// partitions kgo still counts as its own: it ends here (endStale), before
+// any claim of the new membership starts — so that no epoch commits its
+// stale positions with a new claim's session — and starts again under
+// the new membership, at the committed offsets.
 func (fr *franzRun) onAssigned(_ context.Context, cl *kgo.Client, added map[string][]int32) {
+	id, gen := cl.GroupMetadata()
+	fr.endStale(id)
 	if fr.cfg.OnAssignment != nil {
-		_, gen := cl.GroupMetadata()
 		fr.cfg.OnAssignment(gen)
 	}
 	var tps []topicPartition
 	fr.mu.Lock()
+	fr.assignedID, fr.assignedGen = id, gen
 	for t, ps := range added {
 		for _, p := range ps {
 			tp := topicPartition{t, p}
@@ -200,6 +219,26 @@ func (fr *franzRun) onAssigned(_ context.Context, cl *kgo.Client, added map[stri
 	fr.startClaims(tps)
 }
 
+// endStale ends the claims granted under another member id than id (see
+// onAssigned): they lose their membership — a commit of their work is
+// fenced — and the partitions still assigned start again (wantStart).
+func (fr *franzRun) endStale(id string) {
+	var stale []*franzClaim
+	fr.mu.Lock()
+	for _, c := range fr.claims {
+		if c.membership.staleFor(id) {
+			stale = append(stale, c)
+		}
+	}
+	fr.mu.Unlock()
+	if len(stale) == 0 {
+		return
+	}
+	fr.log.Info("kafka: ending the claims of a lost membership", "group", fr.cfg.GroupID, "claims", len(stale))
+	stopClaims(stale)
+	fr.wantStart()
+}
+
 // onRevoked is kgo's OnPartitionsRevoked (at a rebalance, or for every
 // partition when the member leaves): the claims' Records close, and it
 // returns once their handlers returned — after their last commits, within
@@ -210,8 +249,16 @@ func (fr *franzRun) onRevoked(_ context.Context, _ *kgo.Client, lost map[string]
 }
 
 // onLost is kgo's OnPartitionsLost: the member is out of the group (its
-// commits fail with MemberGone). The claims end as on a revocation.
-func (fr *franzRun) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+// commits fail with MemberGone). The claims end as on a revocation, and
+// keep the membership they were lost in (kgo's, before it joins again):
+// a commit of their work made after the rejoin is fenced.
+func (fr *franzRun) onLost(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
+	id, gen := cl.GroupMetadata()
+	fr.mu.Lock()
+	for _, c := range fr.claims {
+		c.membership.lose(id, gen)
+	}
+	fr.mu.Unlock()
 	fr.release(lost)
 }
 
@@ -333,6 +380,7 @@ func (fr *franzRun) startClaim(tp topicPartition, initial, hwm int64) {
 	}
 	c.hwm.Store(hwm)
 	fr.mu.Lock()
+	c.membership.start(fr.assignedID, fr.assignedGen)
 	fr.claims[tp] = c
 	fr.mu.Unlock()
 	fr.committer.claimStarted(tp)

@@ -46,6 +46,14 @@ type franzRun struct {
 	mu       sync.Mutex
 	assigned map[topicPartition]bool
 	claims   map[topicPartition]*franzClaim
+	// assignedID and assignedGen are the membership of the last
+	// assignment (kgo's at onAssigned): the claims of assigned
+	// partitions are granted under it, not under kgo's live state, which
+	// takes a new member id as soon as a JoinGroup refused
+	// UNKNOWN_MEMBER_ID is retried — with the old generation, before the
+	// new membership has any assignment (claimMembership).
+	assignedID  string
+	assignedGen int32
 	// restarting is set while a session ended by an early return is
 	// being restarted; lastRestart and quick pace restarts.
 	restarting  bool

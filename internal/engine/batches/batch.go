@@ -139,14 +139,14 @@ func (e *Engine) runBatch(ctx context.Context, plan offsets.Plan, srcs map[offse
 // transaction).
 func (e *Engine) commit(ctx context.Context, plan offsets.Plan, srcs map[offsets.TopicPartition]*source) error {
 	pos := tasks.Positions{}
-	var session kafka.Session
+	var sessions []kafka.Session
 	for _, r := range plan.Ranges {
 		if s := srcs[r.TopicPartition]; s != nil {
 			pos[r.TopicPartition] = s.next
-			session = s.c
+			sessions = append(sessions, s.c)
 		}
 	}
-	return e.rt.Commit(ctx, pos, session)
+	return e.rt.Commit(ctx, pos, commitSession(sessions))
 }
 
 // commitAgain commits the position of every source once more, after a
@@ -163,12 +163,12 @@ func (e *Engine) commitAgain(ctx context.Context, srcs map[offsets.TopicPartitio
 		return nil
 	}
 	pos := tasks.Positions{}
-	var session kafka.Session
+	var sessions []kafka.Session
 	for tp, s := range srcs {
 		pos[tp] = s.next
-		session = s.c
+		sessions = append(sessions, s.c)
 	}
-	switch err := e.rt.Commit(ctx, pos, session); {
+	switch err := e.rt.Commit(ctx, pos, commitSession(sessions)); {
 	case errors.Is(err, tasks.ErrCommitLater):
 		e.report(fmt.Errorf("microbatch: offsets of the last batch: %w", err))
 	case err != nil:
