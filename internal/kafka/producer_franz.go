@@ -71,11 +71,11 @@ type franzProducer struct {
 	g    sendGate
 	once sync.Once
 
-	// slots holds a place per record given to kgo and not yet complete.
+	// slots holds a token per record given to kgo and not yet complete.
 	// Send waits for room here, where it can give up when its ctx is done,
 	// rather than in kgo's Produce: the ctx given to Produce also cancels
 	// the record once buffered, and a record Send accepted is on its way.
-	slots *inflight
+	slots chan struct{}
 
 	// window is the delivery window of the records sent now (its
 	// context's deadline is theirs); windows replaces it every
@@ -151,7 +151,7 @@ func newFranzProducer(cfg Config) (*franzProducer, error) {
 		log:         cfg.logger(),
 		cl:          cl,
 		g:           newSendGate(),
-		slots:       newInflight(franzMaxInFlight),
+		slots:       make(chan struct{}, franzMaxInFlight),
 		stopWindows: make(chan struct{}),
 		windowsDone: make(chan struct{}),
 	}
@@ -247,13 +247,13 @@ func (p *franzProducer) sendOwn(ctx context.Context, w *ownDeliveries, recs []Re
 // acquire takes a slot for one record, waiting while every slot is taken
 // until ctx is done or p is closing. The caller holds p.g.mu (read).
 func (p *franzProducer) acquire(ctx context.Context) error {
-	return p.slots.take(ctx.Done(), ctx.Err, p.g.closing, ErrClosed)
+	return offer(p.slots, struct{}{}, ctx.Done(), ctx.Err, p.g.closing, ErrClosed)
 }
 
 // delivered is the promise of every record: kgo calls it once per record,
 // one call at a time.
 func (p *franzProducer) delivered(r *kgo.Record, err error) {
-	p.slots.put()
+	<-p.slots
 	o, _ := r.Context.(*franzOut)
 	if err == nil {
 		p.acked.Note(r.Topic, r.Partition, r.Offset)
