@@ -424,7 +424,7 @@ func (r row) summary() string {
 	if r.err != "" {
 		return "FAILED: " + r.err
 	}
-	return fmt.Sprintf("%d in, %d out in %.2fs = %.0f rec/s, rss %d MiB, cpu %.1fs", r.in, r.got, r.wall.Seconds(), r.rate(), r.rssKiB/1024, r.cpu)
+	return fmt.Sprintf("%d in, %d out in %.2fs = %.0f rec/s, rss %d MiB, cpu %.2fs", r.in, r.got, r.wall.Seconds(), r.rate(), r.rssKiB/1024, r.cpu)
 }
 
 func (h *harness) throughput(ctx context.Context, sys, wl string) row {

@@ -69,7 +69,7 @@ func renderTable(rows []row, broker string, p params, quick bool) string {
 		if r.steady > 0 {
 			steady = fmt.Sprintf("%.0f", float64(r.in)/r.steady.Seconds())
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %.2f | %.0f | %s | %s | %d | %.1f %s|\n",
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %.2f | %.0f | %s | %s | %d | %.2f %s|\n",
 			r.workload, r.system, g, r.in, r.got, r.wall.Seconds(), r.rate(), ratio, steady,
 			r.rssKiB/1024, r.cpu/float64(r.in)*1e6, lat)
 	}

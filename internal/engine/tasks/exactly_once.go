@@ -251,7 +251,7 @@ func (h *heldSends) fail(err error) {
 	if h.err == nil {
 		h.err = err
 	}
-	h.recs, h.bytes = nil, 0
+	h.drop()
 	h.cond.Broadcast()
 }
 
@@ -260,6 +260,7 @@ func (h *heldSends) fail(err error) {
 func (h *heldSends) clear() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.on, h.recs, h.bytes, h.err = false, nil, 0, nil
+	h.on, h.err = false, nil
+	h.drop()
 	h.cond.Broadcast()
 }

