@@ -63,7 +63,10 @@ var rotation = map[string]int{
 	// task's database writes hung; queries while every commit fails;
 	// failed transactions of two instances (without -race); standbys
 	// shortening a restore; damaged state dirs (the seed's draw of the
-	// matrix); the status page in a browser, its child killed.
+	// matrix); the status page in a browser, its child killed; the
+	// engines' conformance, foreign-key joins and every script step by
+	// step (in .ci/run's conformance section, without -race). .ci/run
+	// runs the reliability suite's sarama line in this turn too.
 	"TestOneStandbyPerTaskTakesOverAKilledOwner": 2,
 	"TestPostgresSinkOtherPartitionsGoOn":        2,
 	"TestQueriesNeverShowAbortedValues":          2,
@@ -72,6 +75,7 @@ var rotation = map[string]int{
 	"TestDamagedStateIsRebuilt/matrix":           2,
 	"TestStatusPageInABrowser":                   2,
 	"TestForeignKeyJoinOnEngines":                2,
+	"TestContinuousEngineStepByStep":             2,
 }
 
 // Rotation returns the long tests that run in turns, each with its turn
