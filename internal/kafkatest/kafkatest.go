@@ -164,12 +164,14 @@ func Seed(t testing.TB) uint64 {
 // time on purpose — an outage, a session or transaction timeout, a
 // stalled member, minutes of churn — and takes ten seconds or more
 // however fast the machine; behind Long, `go test ./...` stays a few
-// minutes on a laptop, and CI runs every test.
+// minutes on a laptop. With WEIR_LONG_ROTATION set as well (CI sets it
+// to its run's seed), a test of the [Rotation] runs only in its turn.
 func Long(t testing.TB) {
 	t.Helper()
 	if v := os.Getenv(EnvLong); v == "" || v == "0" {
 		t.Skipf("a long test: %s=1 runs it (CI does)", EnvLong)
 	}
+	skipOutOfTurn(t, rotation)
 }
 
 // RealBrokers returns the addresses in KAFKA_BROKERS, nil if unset.

@@ -225,10 +225,11 @@ var docCommands = []docEntry{
 	}},
 	// node.sh is what weir-chaos -nodes calls for each broker fault.
 	{`bash scripts/kafka/node\.sh \S+ N`, func(t *testing.T, _ string) { ciRuns(t, `-nodes scripts/kafka/node\.sh`) }},
-	{`(CHAOS_SEED=<seed> )?bash \.ci/run`, func(t *testing.T, cmd string) {
+	{`((CI|CHAOS)_SEED=<seed> )?bash \.ci/run`, func(t *testing.T, cmd string) {
 		require.FileExists(t, ".ci/run")
-		if strings.HasPrefix(cmd, "CHAOS_SEED=") {
-			ciRuns(t, `CHAOS_SEED`)
+		if name, _, ok := strings.Cut(cmd, "=<seed> "); ok {
+			ciRuns(t, `^ci_seed=\$\{CI_SEED:-\$\{CHAOS_SEED:-`)
+			require.Contains(t, []string{"CI_SEED", "CHAOS_SEED"}, name)
 		}
 	}},
 	// weir-chaos: CI runs the short suite (kfake, the broker, the
