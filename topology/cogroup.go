@@ -153,10 +153,7 @@ func (cw CogroupedWindowed[K, VA]) Aggregate(init func() VA, vas serde.Serde[VA]
 	if err := cw.w.validate(); err != nil {
 		b.failf("%s: %v", prefix, err)
 	}
-	store := cfg.store
-	if store == "" {
-		store = b.nextName(prefix + "-STATE-STORE")
-	}
+	store := b.storeName(cfg, prefix)
 	timestamps := store + "-timestamps"
 	retention := cw.w.retention()
 	adders := c.adders()
@@ -221,10 +218,7 @@ func (cs CogroupedSessions[K, VA]) Aggregate(init func() VA, merger func(K, VA, 
 	if err := cs.w.validate(); err != nil {
 		b.failf("%s: %v", prefix, err)
 	}
-	store := cfg.store
-	if store == "" {
-		store = b.nextName(prefix + "-STATE-STORE")
-	}
+	store := b.storeName(cfg, prefix)
 	adders := c.adders()
 	aggs := make([]*nodeDef, 0, len(nodes))
 	for lane, node := range nodes {

@@ -83,8 +83,7 @@ func (p *versionedJoinProc[K, V, VT, VR]) Process(ctx processor.Context[any, any
 	if r.Key == nil && r.Value != nil {
 		return p.joinNullKey(ctx, r)
 	}
-	if r.Value == nil {
-		ctx.Count(processor.MetricDroppedNull, 1)
+	if dropNull(ctx, r.Value == nil) {
 		return nil
 	}
 	tr, err := processor.Assert[K, V](r)
@@ -120,8 +119,7 @@ func (p *versionedJoinProc[K, V, VT, VR]) joinNullKey(ctx processor.Context[any,
 		vt VT
 	)
 	out, ok := p.join(k, v, vt, false)
-	if !ok {
-		ctx.Count(processor.MetricDroppedNull, 1)
+	if dropNull(ctx, !ok) {
 		return nil
 	}
 	r.Value = out
@@ -135,11 +133,7 @@ func (p *versionedJoinProc[K, V, VT, VR]) doJoin(ctx processor.Context[any, any]
 		return fmt.Errorf("topology: join with %q: %w", p.store, err)
 	}
 	out, ok := p.join(k, v, ver.Value, found)
-	if !ok {
-		return nil
-	}
-	r.Value = out
-	return ctx.Forward(r)
+	return forwardJoined(ctx, r, out, ok)
 }
 
 // joinVersionedTables is JoinTables, LeftJoinTables or OuterJoinTables
