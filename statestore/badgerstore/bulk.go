@@ -79,11 +79,9 @@ func (db *DB) ApplyFresh(changes []Change, sp StorePartition, to Position) error
 			}
 		}
 	}
-	if err := db.load(ops); err != nil {
-		db.cache.forget(ops)
+	if err := db.settle(ops, db.load(ops)); err != nil {
 		return fmt.Errorf("badgerstore: apply fresh %d changes: %w", len(changes), err)
 	}
-	db.cache.wrote(ops)
 	if err := db.commit([]op{{key: metaKey(metaCheckpoint, sp.Store, sp.Partition), value: encodePosition(to)}}); err != nil {
 		return fmt.Errorf("badgerstore: apply fresh: checkpoint: %w", err)
 	}
