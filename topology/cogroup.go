@@ -165,11 +165,8 @@ func (cw CogroupedWindowed[K, VA]) Aggregate(init func() VA, vas serde.Serde[VA]
 			step: cogroupStep(init, adders[lane]),
 		}
 		n := b.addNode(&nodeDef{
-			kind: processor.KindProcessor,
-			newProc: func() processor.Processor[any, any, any, any] {
-				cp := p
-				return &cp
-			},
+			kind:    processor.KindProcessor,
+			newProc: copies(p),
 		}, prefix, laneConfig(cfg, lane), node)
 		if lane == 0 {
 			b.addStore(statestore.Spec{Name: store, Kind: statestore.KindWindow, Retention: retention, Logged: true}, n)
@@ -224,11 +221,8 @@ func (cs CogroupedSessions[K, VA]) Aggregate(init func() VA, merger func(K, VA, 
 	for lane, node := range nodes {
 		p := sessionAgg[K, any, VA]{store: store, times: store + "-stream-time", w: cs.w, ks: ks, vas: vas, step: cogroupStep(init, adders[lane]), merge: merger}
 		n := b.addNode(&nodeDef{
-			kind: processor.KindProcessor,
-			newProc: func() processor.Processor[any, any, any, any] {
-				cp := p
-				return &cp
-			},
+			kind:    processor.KindProcessor,
+			newProc: copies(p),
 		}, prefix, laneConfig(cfg, lane), node)
 		if lane == 0 {
 			b.addStore(statestore.Spec{Name: store, Kind: statestore.KindSession, Retention: 2*cs.w.gap + cs.w.grace, Logged: true}, n)

@@ -62,11 +62,8 @@ func sessionAggregate[K, V, VA any](sg SessionGrouped[K, V], prefix string, vas 
 	store := b.storeName(cfg, prefix)
 	p := sessionAgg[K, V, VA]{store: store, times: store + "-stream-time", w: sg.w, ks: in.ks, vas: vas, step: st, merge: merge}
 	n := b.addNode(&nodeDef{
-		kind: processor.KindProcessor,
-		newProc: func() processor.Processor[any, any, any, any] {
-			cp := p
-			return &cp
-		},
+		kind:    processor.KindProcessor,
+		newProc: copies(p),
 	}, prefix, cfg, in.node)
 	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindSession, Retention: 2*sg.w.gap + sg.w.grace, Logged: true}, n)
 	addSessionTimes(b, p.times, n)

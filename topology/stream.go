@@ -148,6 +148,18 @@ func forwardJoined(ctx processor.Context[any, any], r processor.Record[any, any]
 	return ctx.Forward(r)
 }
 
+// copies returns a nodeDef.newProc that gives each task its own copy of
+// the processor p.
+func copies[P any, PP interface {
+	*P
+	processor.Processor[any, any, any, any]
+}](p P) func() processor.Processor[any, any, any, any] {
+	return func() processor.Processor[any, any, any, any] {
+		cp := p
+		return PP(&cp)
+	}
+}
+
 func forwardAll(ctx processor.Context[any, any], r processor.Record[any, any]) error {
 	return ctx.Forward(r)
 }

@@ -151,11 +151,8 @@ func (t Table[K, V]) Suppress(s Suppression, opts ...Option) Table[K, V] {
 	}
 	p.store = store
 	n := b.addNode(&nodeDef{
-		kind: processor.KindProcessor,
-		newProc: func() processor.Processor[any, any, any, any] {
-			cp := p
-			return &cp
-		},
+		kind:    processor.KindProcessor,
+		newProc: copies(p),
 	}, prefix, cfg, t.node)
 	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindKeyValue, Logged: true}, n)
 	return Table[K, V]{b: b, node: n, ks: t.ks, vs: t.vs, windowed: t.windowed, closeDelay: t.closeDelay}

@@ -89,11 +89,8 @@ func windowAggregate[K, V, VA any](wg WindowedGrouped[K, V], prefix string, vas 
 		times: store + "-stream-time", lanes: 1,
 	}
 	n := b.addNode(&nodeDef{
-		kind: processor.KindProcessor,
-		newProc: func() processor.Processor[any, any, any, any] {
-			cp := p
-			return &cp
-		},
+		kind:    processor.KindProcessor,
+		newProc: copies(p),
 	}, prefix, cfg, in.node)
 	retention := wg.w.retention()
 	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindWindow, Retention: retention, Logged: true}, n)
