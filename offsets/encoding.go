@@ -46,21 +46,11 @@ func (p Plan) AppendBinary(b []byte) ([]byte, error) {
 	b = appendTime(b, p.Timestamp)
 	b = appendTime(b, p.Watermark)
 	b = appendString(b, p.Trigger)
-	b = binary.AppendUvarint(b, uint64(countTopics(len(p.Ranges), func(i int) string { return p.Ranges[i].Topic })))
-	for i := 0; i < len(p.Ranges); {
-		j := i + 1
-		for j < len(p.Ranges) && p.Ranges[j].Topic == p.Ranges[i].Topic {
-			j++
-		}
-		b = appendString(b, p.Ranges[i].Topic)
-		b = binary.AppendUvarint(b, uint64(j-i))
-		for _, r := range p.Ranges[i:j] {
-			b = binary.AppendUvarint(b, uint64(r.Partition))
-			b = binary.AppendUvarint(b, uint64(r.Start))
-			b = binary.AppendUvarint(b, uint64(r.End))
-		}
-		i = j
-	}
+	b = appendGroups(b, p.Ranges, func(b []byte, r Range) []byte {
+		b = binary.AppendUvarint(b, uint64(r.Partition))
+		b = binary.AppendUvarint(b, uint64(r.Start))
+		return binary.AppendUvarint(b, uint64(r.End))
+	})
 	return b, nil
 }
 
@@ -79,32 +69,14 @@ func (p *Plan) UnmarshalBinary(b []byte) error {
 	v.Timestamp = d.time()
 	v.Watermark = d.time()
 	v.Trigger = d.string()
-	// The smallest topic group is 6 bytes: name length, a 1-byte name, a
-	// count, and one range of three 1-byte varints.
-	topics := d.count(6)
-	prev := ""
-	for i := range topics {
-		topic := d.string()
-		n := d.count(3)
-		if d.err == nil && n == 0 {
-			d.fail("empty topic group %q", topic)
-		}
-		if d.err == nil && i > 0 && topic <= prev {
-			d.fail("topic %q out of order", topic) // or split into two groups
-		}
-		prev = topic
-		if d.err != nil {
-			break
-		}
-		v.Ranges = slicesGrow(v.Ranges, n)
-		for range n {
-			r := Range{TopicPartition: TopicPartition{Topic: topic}}
-			r.Partition = d.int32()
-			r.Start = d.int64()
-			r.End = d.int64()
-			v.Ranges = append(v.Ranges, r)
-		}
-	}
+	// A range is at least three 1-byte varints.
+	v.Ranges = decodeGroups(&d, 3, func(topic string) Range {
+		r := Range{TopicPartition: TopicPartition{Topic: topic}}
+		r.Partition = d.int32()
+		r.Start = d.int64()
+		r.End = d.int64()
+		return r
+	})
 	d.end()
 	if d.err == nil {
 		if err := v.validate(); err != nil {
@@ -159,20 +131,10 @@ func (e Epoch) AppendBinary(b []byte) ([]byte, error) {
 	b = append(b, formatV1)
 	b = binary.AppendUvarint(b, uint64(e.Epoch))
 	b = appendTime(b, e.Timestamp)
-	b = binary.AppendUvarint(b, uint64(countTopics(len(e.Offsets), func(i int) string { return e.Offsets[i].Topic })))
-	for i := 0; i < len(e.Offsets); {
-		j := i + 1
-		for j < len(e.Offsets) && e.Offsets[j].Topic == e.Offsets[i].Topic {
-			j++
-		}
-		b = appendString(b, e.Offsets[i].Topic)
-		b = binary.AppendUvarint(b, uint64(j-i))
-		for _, po := range e.Offsets[i:j] {
-			b = binary.AppendUvarint(b, uint64(po.Partition))
-			b = binary.AppendUvarint(b, uint64(po.Next))
-		}
-		i = j
-	}
+	b = appendGroups(b, e.Offsets, func(b []byte, po PartitionOffset) []byte {
+		b = binary.AppendUvarint(b, uint64(po.Partition))
+		return binary.AppendUvarint(b, uint64(po.Next))
+	})
 	return b, nil
 }
 
@@ -189,31 +151,13 @@ func (e *Epoch) UnmarshalBinary(b []byte) error {
 	var v Epoch
 	v.Epoch = d.int64()
 	v.Timestamp = d.time()
-	// The smallest topic group is 5 bytes: name length, a 1-byte name, a
-	// count, and one offset of two 1-byte varints.
-	topics := d.count(5)
-	prev := ""
-	for i := range topics {
-		topic := d.string()
-		n := d.count(2)
-		if d.err == nil && n == 0 {
-			d.fail("empty topic group %q", topic)
-		}
-		if d.err == nil && i > 0 && topic <= prev {
-			d.fail("topic %q out of order", topic) // or split into two groups
-		}
-		prev = topic
-		if d.err != nil {
-			break
-		}
-		v.Offsets = slicesGrow(v.Offsets, n)
-		for range n {
-			po := PartitionOffset{TopicPartition: TopicPartition{Topic: topic}}
-			po.Partition = d.int32()
-			po.Next = d.int64()
-			v.Offsets = append(v.Offsets, po)
-		}
-	}
+	// An offset is at least two 1-byte varints.
+	v.Offsets = decodeGroups(&d, 2, func(topic string) PartitionOffset {
+		po := PartitionOffset{TopicPartition: TopicPartition{Topic: topic}}
+		po.Partition = d.int32()
+		po.Next = d.int64()
+		return po
+	})
 	d.end()
 	if d.err == nil {
 		if err := v.validate(); err != nil {
@@ -227,15 +171,71 @@ func (e *Epoch) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
-// countTopics counts the runs of equal topic names among n sorted items.
-func countTopics(n int, topic func(int) string) int {
-	runs := 0
-	for i := range n {
-		if i == 0 || topic(i) != topic(i-1) {
-			runs++
+// topicItem is an element of a Plan's ranges or an Epoch's offsets, which
+// are written grouped by topic.
+type topicItem interface {
+	Range | PartitionOffset
+	topicName() string
+}
+
+func (tp TopicPartition) topicName() string { return tp.Topic }
+
+// appendGroups appends items, sorted by topic, as
+// uv(topics) { str(topic) uv(n≥1) { item }×n }, each item written by
+// appendItem.
+func appendGroups[T topicItem](b []byte, items []T, appendItem func([]byte, T) []byte) []byte {
+	topics := 0
+	for i := range items {
+		if i == 0 || items[i].topicName() != items[i-1].topicName() {
+			topics++
 		}
 	}
-	return runs
+	b = binary.AppendUvarint(b, uint64(topics))
+	for i := 0; i < len(items); {
+		topic := items[i].topicName()
+		j := i + 1
+		for j < len(items) && items[j].topicName() == topic {
+			j++
+		}
+		b = appendString(b, topic)
+		b = binary.AppendUvarint(b, uint64(j-i))
+		for _, item := range items[i:j] {
+			b = appendItem(b, item)
+		}
+		i = j
+	}
+	return b
+}
+
+// decodeGroups reads the topic groups appendGroups writes, each item with
+// readItem, whose encoding is at least minItem bytes. It rejects an empty
+// group and topics out of order, which would give a second encoding of
+// the same items.
+func decodeGroups[T topicItem](d *decoder, minItem int, readItem func(topic string) T) []T {
+	// The smallest topic group is a name length, a 1-byte name, a count
+	// and one item.
+	topics := d.count(3 + minItem)
+	var items []T
+	prev := ""
+	for i := range topics {
+		topic := d.string()
+		n := d.count(minItem)
+		if d.err == nil && n == 0 {
+			d.fail("empty topic group %q", topic)
+		}
+		if d.err == nil && i > 0 && topic <= prev {
+			d.fail("topic %q out of order", topic) // or split into two groups
+		}
+		prev = topic
+		if d.err != nil {
+			break
+		}
+		items = slicesGrow(items, n)
+		for range n {
+			items = append(items, readItem(topic))
+		}
+	}
+	return items
 }
 
 // slicesGrow makes room for n more elements. n is bounded by the decoder's

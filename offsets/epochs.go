@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -59,51 +58,13 @@ func (w *WAL) AppendEpoch(ctx context.Context, e Epoch) error {
 // LatestEpoch returns the epoch with the highest number, and whether there
 // is one.
 func (w *WAL) LatestEpoch() (Epoch, bool, error) {
-	var e Epoch
-	var found bool
-	err := w.viewTxn("read latest epoch", func(txn *badger.Txn) (err error) {
-		e, found, err = last[Epoch](txn, w.epochs)
-		return err
-	})
-	return e, found, err
+	return viewLast[Epoch](w, "read latest epoch", w.epochs)
 }
 
 // Epochs calls fn for every retained epoch in order. Like Batches, it reads
 // in pages and calls fn outside any transaction; it stops at the first
 // error from fn or ctx and returns it.
 func (w *WAL) Epochs(ctx context.Context, fn func(Epoch) error) error {
-	from := w.lowEpochs.load()
-	for {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("offsets: list epochs: %w", err)
-		}
-		var page []Epoch
-		err := w.viewTxn("list epochs", func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: w.epochs})
-			defer it.Close()
-			for it.Seek(recordKey(w.epochs, from)); it.ValidForPrefix(w.epochs) && len(page) < pageSize; it.Next() {
-				var e Epoch
-				if err := decodeItem(w.epochs, it.Item(), &e); err != nil {
-					return err
-				}
-				page = append(page, e)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, e := range page {
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("offsets: list epochs: %w", err)
-			}
-			if err := fn(e); err != nil {
-				return err
-			}
-		}
-		if len(page) < pageSize || page[len(page)-1].Epoch == math.MaxInt64 {
-			return nil
-		}
-		from = page[len(page)-1].Epoch + 1
-	}
+	asIs := func(_ *badger.Txn, e Epoch) (Epoch, error) { return e, nil }
+	return scan[Epoch](ctx, w, "list epochs", w.epochs, w.lowEpochs.load(), asIs, fn)
 }

@@ -1,8 +1,11 @@
 package offsets
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
@@ -11,6 +14,7 @@ import (
 // record is what the generic readers need of *Plan, *Commit and *Epoch.
 type record[T any] interface {
 	*T
+	MarshalBinary() ([]byte, error)
 	UnmarshalBinary([]byte) error
 	number() int64
 }
@@ -64,6 +68,84 @@ func last[T any, P record[T]](txn *badger.Txn, prefix []byte) (T, bool, error) {
 		return v, false, err
 	}
 	return v, true, nil
+}
+
+// storedAs reports whether record n under prefix is stored with the
+// encoding val already, so that writing it again changes nothing. A
+// different stored record (what names its kind) gives an error wrapping
+// ErrConflict.
+func storedAs[T any, P record[T]](txn *badger.Txn, prefix []byte, n int64, val []byte, what string) (bool, error) {
+	old, found, err := get[T, P](txn, prefix, n)
+	if err != nil || !found {
+		return false, err
+	}
+	oldVal, err := P(&old).MarshalBinary()
+	if err != nil {
+		return false, err
+	}
+	if !bytes.Equal(oldVal, val) {
+		return false, fmt.Errorf("%w: batch %d already has a different %s", ErrConflict, n, what)
+	}
+	return true, nil
+}
+
+// viewLast reads, in a read-only transaction, the record with the highest
+// number under prefix.
+func viewLast[T any, P record[T]](w *WAL, op string, prefix []byte) (v T, found bool, err error) {
+	err = w.viewTxn(op, func(txn *badger.Txn) (err error) {
+		v, found, err = last[T, P](txn, prefix)
+		return err
+	})
+	return v, found, err
+}
+
+// scan calls fn, in number order, for every record under prefix numbered
+// from on, each turned into an entry by entry (which may read more within
+// txn). It reads the log in pages, each page in its own read-only
+// transaction, and calls fn outside them, so fn may call the WAL; writes
+// made meanwhile may or may not be seen. It stops at the first error from
+// fn or ctx and returns it.
+func scan[T any, P record[T], E any](ctx context.Context, w *WAL, op string, prefix []byte, from int64,
+	entry func(txn *badger.Txn, v T) (E, error), fn func(E) error) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("offsets: %s: %w", op, err)
+		}
+		var page []E
+		last := int64(-1)
+		err := w.viewTxn(op, func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+			defer it.Close()
+			for it.Seek(recordKey(prefix, from)); it.ValidForPrefix(prefix) && len(page) < pageSize; it.Next() {
+				var v T
+				if err := decodeItem[T, P](prefix, it.Item(), &v); err != nil {
+					return err
+				}
+				e, err := entry(txn, v)
+				if err != nil {
+					return err
+				}
+				page = append(page, e)
+				last = P(&v).number()
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, e := range page {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("offsets: %s: %w", op, err)
+			}
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		if len(page) < pageSize || last == math.MaxInt64 {
+			return nil
+		}
+		from = last + 1
+	}
 }
 
 // exists reports whether key is stored.

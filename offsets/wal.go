@@ -1,11 +1,9 @@
 package offsets
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -56,19 +54,8 @@ func (w *WAL) WritePlan(ctx context.Context, p Plan) error {
 		return err
 	}
 	return w.writeTxn(ctx, fmt.Sprintf("write plan %d", p.Batch), func(txn *badger.Txn) error {
-		old, found, err := get[Plan](txn, w.offsets, p.Batch)
-		if err != nil {
+		if stored, err := storedAs[Plan](txn, w.offsets, p.Batch, val, "plan"); stored || err != nil {
 			return err
-		}
-		if found {
-			oldVal, err := old.MarshalBinary()
-			if err != nil {
-				return err
-			}
-			if bytes.Equal(oldVal, val) {
-				return nil
-			}
-			return fmt.Errorf("%w: batch %d already has a different plan", ErrConflict, p.Batch)
 		}
 		latest, found, err := last[Plan](txn, w.offsets)
 		if err != nil {
@@ -114,19 +101,8 @@ func (w *WAL) WriteCommit(ctx context.Context, c Commit) error {
 		if !planned {
 			return fmt.Errorf("%w %d", ErrNoPlan, c.Batch)
 		}
-		old, found, err := get[Commit](txn, w.commits, c.Batch)
-		if err != nil {
+		if stored, err := storedAs[Commit](txn, w.commits, c.Batch, val, "commit"); stored || err != nil {
 			return err
-		}
-		if found {
-			oldVal, err := old.MarshalBinary()
-			if err != nil {
-				return err
-			}
-			if bytes.Equal(oldVal, val) {
-				return nil
-			}
-			return fmt.Errorf("%w: batch %d already has a different commit", ErrConflict, c.Batch)
 		}
 		if err := txn.Set(recordKey(w.commits, c.Batch), val); err != nil {
 			return err
@@ -182,25 +158,13 @@ func (w *WAL) Plan(batch int64) (Plan, bool, error) {
 // LatestPlan returns the plan with the highest batch number, committed or
 // not, and whether there is one.
 func (w *WAL) LatestPlan() (Plan, bool, error) {
-	var p Plan
-	var found bool
-	err := w.viewTxn("read latest plan", func(txn *badger.Txn) (err error) {
-		p, found, err = last[Plan](txn, w.offsets)
-		return err
-	})
-	return p, found, err
+	return viewLast[Plan](w, "read latest plan", w.offsets)
 }
 
 // LatestCommit returns the commit with the highest batch number, and
 // whether there is one.
 func (w *WAL) LatestCommit() (Commit, bool, error) {
-	var c Commit
-	var found bool
-	err := w.viewTxn("read latest commit", func(txn *badger.Txn) (err error) {
-		c, found, err = last[Commit](txn, w.commits)
-		return err
-	})
-	return c, found, err
+	return viewLast[Commit](w, "read latest commit", w.commits)
 }
 
 // Pending returns the latest plan if it has no commit: the batch that was
@@ -238,47 +202,15 @@ func (w *WAL) Batches(ctx context.Context, fn func(Plan, *Commit) error) error {
 		plan   Plan
 		commit *Commit
 	}
-	from := w.lowOffsets.load()
-	for {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("offsets: list batches: %w", err)
+	withCommit := func(txn *badger.Txn, p Plan) (entry, error) {
+		c, found, err := get[Commit](txn, w.commits, p.Batch)
+		if err != nil || !found {
+			return entry{plan: p}, err
 		}
-		var page []entry
-		err := w.viewTxn("list batches", func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: w.offsets})
-			defer it.Close()
-			for it.Seek(recordKey(w.offsets, from)); it.ValidForPrefix(w.offsets) && len(page) < pageSize; it.Next() {
-				var e entry
-				if err := decodeItem(w.offsets, it.Item(), &e.plan); err != nil {
-					return err
-				}
-				c, found, err := get[Commit](txn, w.commits, e.plan.Batch)
-				if err != nil {
-					return err
-				}
-				if found {
-					e.commit = &c
-				}
-				page = append(page, e)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, e := range page {
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("offsets: list batches: %w", err)
-			}
-			if err := fn(e.plan, e.commit); err != nil {
-				return err
-			}
-		}
-		if len(page) < pageSize || page[len(page)-1].plan.Batch == math.MaxInt64 {
-			return nil
-		}
-		from = page[len(page)-1].plan.Batch + 1
+		return entry{plan: p, commit: &c}, nil
 	}
+	return scan[Plan](ctx, w, "list batches", w.offsets, w.lowOffsets.load(), withCommit,
+		func(e entry) error { return fn(e.plan, e.commit) })
 }
 
 // trimBatches deletes, within txn, plans and commits older than the

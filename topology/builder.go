@@ -82,6 +82,15 @@ func (b *Builder) nextName(prefix string) string {
 	return name
 }
 
+// storeName returns the store name given with WithStoreName, else a
+// generated one: base-STATE-STORE-0000000007.
+func (b *Builder) storeName(cfg config, base string) string {
+	if cfg.store != "" {
+		return cfg.store
+	}
+	return b.nextName(base + "-STATE-STORE")
+}
+
 // addNode names n (cfg.name, or a generated name with prefix), links it to
 // its parents and records it.
 func (b *Builder) addNode(n *nodeDef, prefix string, cfg config, parents ...*nodeDef) *nodeDef {

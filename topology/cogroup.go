@@ -153,10 +153,7 @@ func (cw CogroupedWindowed[K, VA]) Aggregate(init func() VA, vas serde.Serde[VA]
 	if err := cw.w.validate(); err != nil {
 		b.failf("%s: %v", prefix, err)
 	}
-	store := cfg.store
-	if store == "" {
-		store = b.nextName(prefix + "-STATE-STORE")
-	}
+	store := b.storeName(cfg, prefix)
 	timestamps := store + "-timestamps"
 	retention := cw.w.retention()
 	adders := c.adders()
@@ -168,11 +165,8 @@ func (cw CogroupedWindowed[K, VA]) Aggregate(init func() VA, vas serde.Serde[VA]
 			step: cogroupStep(init, adders[lane]),
 		}
 		n := b.addNode(&nodeDef{
-			kind: processor.KindProcessor,
-			newProc: func() processor.Processor[any, any, any, any] {
-				cp := p
-				return &cp
-			},
+			kind:    processor.KindProcessor,
+			newProc: copies(p),
 		}, prefix, laneConfig(cfg, lane), node)
 		if lane == 0 {
 			b.addStore(statestore.Spec{Name: store, Kind: statestore.KindWindow, Retention: retention, Logged: true}, n)
@@ -221,20 +215,14 @@ func (cs CogroupedSessions[K, VA]) Aggregate(init func() VA, merger func(K, VA, 
 	if err := cs.w.validate(); err != nil {
 		b.failf("%s: %v", prefix, err)
 	}
-	store := cfg.store
-	if store == "" {
-		store = b.nextName(prefix + "-STATE-STORE")
-	}
+	store := b.storeName(cfg, prefix)
 	adders := c.adders()
 	aggs := make([]*nodeDef, 0, len(nodes))
 	for lane, node := range nodes {
 		p := sessionAgg[K, any, VA]{store: store, times: store + "-stream-time", w: cs.w, ks: ks, vas: vas, step: cogroupStep(init, adders[lane]), merge: merger}
 		n := b.addNode(&nodeDef{
-			kind: processor.KindProcessor,
-			newProc: func() processor.Processor[any, any, any, any] {
-				cp := p
-				return &cp
-			},
+			kind:    processor.KindProcessor,
+			newProc: copies(p),
 		}, prefix, laneConfig(cfg, lane), node)
 		if lane == 0 {
 			b.addStore(statestore.Spec{Name: store, Kind: statestore.KindSession, Retention: 2*cs.w.gap + cs.w.grace, Logged: true}, n)

@@ -189,19 +189,6 @@ func rawDecode(_ string, kb, vb []byte) (any, any, error) {
 	return k, v, nil
 }
 
-// kvStore returns the raw key-value store name.
-func kvStore(ctx processor.Context[any, any], name string) (statestore.KeyValueStore, error) {
-	s, err := ctx.StateStore(name)
-	if err != nil {
-		return nil, err
-	}
-	kv, ok := s.(statestore.KeyValueStore)
-	if !ok {
-		return nil, fmt.Errorf("topology: store %q is a %T, not a key-value store", name, s)
-	}
-	return kv, nil
-}
-
 // fkSend turns left updates into subscriptions (step 1).
 type fkSend[K, V, KO any] struct {
 	values     string

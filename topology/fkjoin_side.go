@@ -45,16 +45,14 @@ func (p *fkReceive[KO, VO]) Init(ctx processor.Context[any, any]) error {
 func (p *fkReceive[KO, VO]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
 	fk, _ := r.Key.([]byte)
 	vb, _ := r.Value.([]byte)
-	if r.Value == nil {
-		ctx.Count(processor.MetricDroppedNull, 1)
+	if dropNull(ctx, r.Value == nil) {
 		return nil
 	}
 	s, err := decodeSubscription(vb)
 	if err != nil {
 		return err
 	}
-	if r.Key == nil && s.op != fkPropagateNullIfAbsent {
-		ctx.Count(processor.MetricDroppedNull, 1)
+	if dropNull(ctx, r.Key == nil && s.op != fkPropagateNullIfAbsent) {
 		return nil
 	}
 	var (
@@ -141,8 +139,7 @@ func (p *fkForeignJoin[KO, VO]) Init(ctx processor.Context[any, any]) error {
 }
 
 func (p *fkForeignJoin[KO, VO]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-	if r.Key == nil {
-		ctx.Count(processor.MetricDroppedNull, 1)
+	if dropNull(ctx, r.Key == nil) {
 		return nil
 	}
 	k, err := processor.As[KO](r.Key)
@@ -230,8 +227,7 @@ func (p *fkResolve[K, V, VO, VR]) Init(ctx processor.Context[any, any]) error {
 func (p *fkResolve[K, V, VO, VR]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
 	kb, _ := r.Key.([]byte)
 	vb, _ := r.Value.([]byte)
-	if r.Key == nil || r.Value == nil {
-		ctx.Count(processor.MetricDroppedNull, 1)
+	if dropNull(ctx, r.Key == nil || r.Value == nil) {
 		return nil
 	}
 	resp, err := decodeResponse(vb)

@@ -46,10 +46,7 @@ type globalDef struct {
 // Versioned among its options, as Kafka Streams rejects a versioned store.
 func NewGlobalTable[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde.Serde[V], opts ...Option) GlobalTable[K, V] {
 	cfg := newConfig(opts)
-	store := cfg.store
-	if store == "" {
-		store = b.nextName(topic + "-STATE-STORE")
-	}
+	store := b.storeName(cfg, topic)
 	source := cfg.name
 	if source == "" {
 		source = b.nextName("KSTREAM-SOURCE")
@@ -233,8 +230,7 @@ func (p *globalJoinProc[K, V, KG, VG, VR]) Init(ctx processor.Context[any, any])
 }
 
 func (p *globalJoinProc[K, V, KG, VG, VR]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-	if r.Value == nil {
-		ctx.Count(processor.MetricDroppedNull, 1)
+	if dropNull(ctx, r.Value == nil) {
 		return nil
 	}
 	tr, err := processor.Assert[K, V](r)
@@ -242,8 +238,7 @@ func (p *globalJoinProc[K, V, KG, VG, VR]) Process(ctx processor.Context[any, an
 		return err
 	}
 	kg, ok := p.mapper(tr.Key, tr.Value)
-	if !ok && !p.left {
-		ctx.Count(processor.MetricDroppedNull, 1)
+	if dropNull(ctx, !ok && !p.left) {
 		return nil
 	}
 	var vg VG
@@ -254,11 +249,7 @@ func (p *globalJoinProc[K, V, KG, VG, VR]) Process(ctx processor.Context[any, an
 		}
 	}
 	out, emit := p.join(tr.Key, tr.Value, vg, found)
-	if !emit {
-		return nil
-	}
-	r.Value = out
-	return ctx.Forward(r)
+	return forwardJoined(ctx, r, out, emit)
 }
 
 // compileGlobals adds the global stores, and their query codecs, to g.

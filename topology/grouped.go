@@ -94,22 +94,25 @@ func aggregate[K, V, VA any](g Grouped[K, V], prefix string, init func() VA, add
 	})
 }
 
+// checkAggregateSerdes reports an aggregation without a key serde or an
+// aggregate serde: its store and changelog need both.
+func checkAggregateSerdes[K, VA any](b *Builder, prefix string, ks serde.Serde[K], vas serde.Serde[VA]) {
+	if ks == nil {
+		b.failf("%s: no key serde for %s; set one with WithKeySerde", prefix, typeName[K]())
+	}
+	if vas == nil {
+		b.failf("%s: no serde for the aggregate type %s", prefix, typeName[VA]())
+	}
+}
+
 // aggregateWith adds the aggregation node and its store.
 func aggregateWith[K, V, VA any](g Grouped[K, V], prefix string, vas serde.Serde[VA], opts []Option,
 	step func(k K, v V, agg VA, found bool) VA) Table[K, VA] {
 	b := g.s.b
 	cfg := newConfig(opts)
 	in := g.input()
-	if in.ks == nil {
-		b.failf("%s: no key serde for %s; set one with WithKeySerde", prefix, typeName[K]())
-	}
-	if vas == nil {
-		b.failf("%s: no serde for the aggregate type %s", prefix, typeName[VA]())
-	}
-	store := cfg.store
-	if store == "" {
-		store = b.nextName(prefix + "-STATE-STORE")
-	}
+	checkAggregateSerdes(b, prefix, in.ks, vas)
+	store := b.storeName(cfg, prefix)
 	ks := in.ks
 	n := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
@@ -166,8 +169,7 @@ func (p *aggregateProc[K, V, VA]) Init(ctx processor.Context[any, any]) error {
 }
 
 func (p *aggregateProc[K, V, VA]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-	if r.Key == nil || r.Value == nil {
-		ctx.Count(processor.MetricDroppedNull, 1)
+	if dropNull(ctx, r.Key == nil || r.Value == nil) {
 		return nil
 	}
 	tr, err := processor.Assert[K, V](r)

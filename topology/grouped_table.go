@@ -213,10 +213,7 @@ func tableAggregate[K, V, VA any](g GroupedTable[K, V], prefix string, vas serde
 	if vas == nil {
 		b.failf("%s: no serde for the aggregate type %s", prefix, typeName[VA]())
 	}
-	store := cfg.store
-	if store == "" {
-		store = b.nextName("KTABLE-AGGREGATE-STATE-STORE")
-	}
+	store := b.storeName(cfg, "KTABLE-AGGREGATE")
 	if g.sel.ks == nil {
 		g.sel.ks = g.ks
 	}
@@ -300,13 +297,9 @@ func (p *tableSelectProc[K, V, KR, VR]) Init(ctx processor.Context[any, any]) er
 	if err != nil || p.ends == "" {
 		return err
 	}
-	s, err := ctx.StateStore(p.ends)
+	ekv, err := kvStore(ctx, p.ends)
 	if err != nil {
 		return err
-	}
-	ekv, ok := s.(statestore.KeyValueStore)
-	if !ok {
-		return fmt.Errorf("topology: GroupTable: %q is not a key-value store", p.ends)
 	}
 	p.ekv = ekv
 	return nil
@@ -491,8 +484,7 @@ func (p *tableAggregateProc[K, V, VA]) Init(ctx processor.Context[any, any]) err
 }
 
 func (p *tableAggregateProc[K, V, VA]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-	if r.Key == nil || r.Value == nil {
-		ctx.Count(processor.MetricDroppedNull, 1)
+	if dropNull(ctx, r.Key == nil || r.Value == nil) {
 		return nil
 	}
 	k, err := processor.As[K](r.Key)

@@ -85,8 +85,7 @@ func (p *streamTableJoinProc[K, V, VT, VR]) Init(ctx processor.Context[any, any]
 }
 
 func (p *streamTableJoinProc[K, V, VT, VR]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-	if r.Value == nil || (r.Key == nil && !p.nullKeys) {
-		ctx.Count(processor.MetricDroppedNull, 1)
+	if dropNull(ctx, r.Value == nil || (r.Key == nil && !p.nullKeys)) {
 		return nil
 	}
 	if r.Key == nil {
@@ -97,11 +96,7 @@ func (p *streamTableJoinProc[K, V, VT, VR]) Process(ctx processor.Context[any, a
 		var k K
 		var vt VT
 		out, ok := p.join(k, v, vt, false)
-		if !ok {
-			return nil
-		}
-		r.Value = out
-		return ctx.Forward(r)
+		return forwardJoined(ctx, r, out, ok)
 	}
 	tr, err := processor.Assert[K, V](r)
 	if err != nil {
@@ -112,11 +107,7 @@ func (p *streamTableJoinProc[K, V, VT, VR]) Process(ctx processor.Context[any, a
 		return fmt.Errorf("topology: join with %q: %w", p.store, err)
 	}
 	out, ok := p.join(tr.Key, tr.Value, vt, found)
-	if !ok {
-		return nil
-	}
-	r.Value = out
-	return ctx.Forward(r)
+	return forwardJoined(ctx, r, out, ok)
 }
 
 // JoinWindows bounds a stream-stream join: a record at t joins the other
@@ -306,8 +297,7 @@ func (p *streamJoinSide[K, V, VO, VR]) processRecord(ctx processor.Context[any, 
 			return err
 		}
 	}
-	if r.Key == nil || r.Value == nil {
-		ctx.Count(processor.MetricDroppedNull, 1)
+	if dropNull(ctx, r.Key == nil || r.Value == nil) {
 		return nil
 	}
 	tr, err := processor.Assert[K, V](r)

@@ -121,13 +121,9 @@ func (o *outerJoin[K, V, VO, VR]) clone() *outerJoin[K, V, VO, VR] {
 }
 
 func (o *outerJoin[K, V, VO, VR]) init(ctx processor.Context[any, any]) error {
-	s, err := ctx.StateStore(o.store)
+	kv, err := kvStore(ctx, o.store)
 	if err != nil {
 		return err
-	}
-	kv, ok := s.(statestore.KeyValueStore)
-	if !ok {
-		return fmt.Errorf("topology: outer join store %q is a %T, not a key-value store", o.store, s)
 	}
 	o.kv = kv
 	return nil

@@ -39,13 +39,9 @@ type joinBuffer[K, V any] struct {
 var errCorruptBuffer = errors.New("topology: corrupt join buffer entry")
 
 func (b *joinBuffer[K, V]) init(ctx processor.Context[any, any]) error {
-	st, err := ctx.StateStore(b.store)
+	kv, err := kvStore(ctx, b.store)
 	if err != nil {
 		return err
-	}
-	kv, ok := st.(statestore.KeyValueStore)
-	if !ok {
-		return fmt.Errorf("topology: join buffer %q is a %T, not a key-value store", b.store, st)
 	}
 	b.kv = kv
 	return nil

@@ -55,26 +55,15 @@ func sessionAggregate[K, V, VA any](sg SessionGrouped[K, V], prefix string, vas 
 	if err := sg.w.validate(); err != nil {
 		b.failf("%s: %v", prefix, err)
 	}
-	if in.ks == nil {
-		b.failf("%s: no key serde for %s; set one with WithKeySerde", prefix, typeName[K]())
-	}
-	if vas == nil {
-		b.failf("%s: no serde for the aggregate type %s", prefix, typeName[VA]())
-	}
+	checkAggregateSerdes(b, prefix, in.ks, vas)
 	if cfg.emitFinal {
 		b.failf("%s: EmitFinal is not supported for session windows", prefix)
 	}
-	store := cfg.store
-	if store == "" {
-		store = b.nextName(prefix + "-STATE-STORE")
-	}
+	store := b.storeName(cfg, prefix)
 	p := sessionAgg[K, V, VA]{store: store, times: store + "-stream-time", w: sg.w, ks: in.ks, vas: vas, step: st, merge: merge}
 	n := b.addNode(&nodeDef{
-		kind: processor.KindProcessor,
-		newProc: func() processor.Processor[any, any, any, any] {
-			cp := p
-			return &cp
-		},
+		kind:    processor.KindProcessor,
+		newProc: copies(p),
 	}, prefix, cfg, in.node)
 	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindSession, Retention: 2*sg.w.gap + sg.w.grace, Logged: true}, n)
 	addSessionTimes(b, p.times, n)
@@ -128,13 +117,9 @@ func (p *sessionAgg[K, V, VA]) Init(ctx processor.Context[any, any]) error {
 	if err != nil {
 		return err
 	}
-	s, err := ctx.StateStore(p.times)
+	tkv, err := kvStore(ctx, p.times)
 	if err != nil {
 		return err
-	}
-	tkv, ok := s.(statestore.KeyValueStore)
-	if !ok {
-		return fmt.Errorf("topology: session aggregate %q: %q is not a key-value store", p.store, p.times)
 	}
 	p.tkv = tkv
 	return nil
@@ -159,8 +144,7 @@ type session[VA any] struct {
 func (p *sessionAgg[K, V, VA]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
 	// Kafka Streams 4.4 drops a null key and folds a null value (here as
 	// V's zero value).
-	if r.Key == nil {
-		ctx.Count(processor.MetricDroppedNull, 1)
+	if dropNull(ctx, r.Key == nil) {
 		return nil
 	}
 	tr, err := processor.Assert[K, V](r)

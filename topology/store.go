@@ -1,6 +1,9 @@
 package topology
 
 import (
+	"fmt"
+
+	"github.com/weirstream/weir/processor"
 	"github.com/weirstream/weir/statestore"
 )
 
@@ -26,4 +29,18 @@ func (b *Builder) AddStore(spec statestore.Spec) {
 		return
 	}
 	b.stores[spec.Name] = &storeDef{spec: spec}
+}
+
+// kvStore returns the raw key-value store name, for the stores operators
+// keep beside their typed ones (timestamps, buffers, indexes).
+func kvStore(ctx processor.Context[any, any], name string) (statestore.KeyValueStore, error) {
+	s, err := ctx.StateStore(name)
+	if err != nil {
+		return nil, err
+	}
+	kv, ok := s.(statestore.KeyValueStore)
+	if !ok {
+		return nil, fmt.Errorf("topology: store %q is a %T, not a key-value store", name, s)
+	}
+	return kv, nil
 }

@@ -128,6 +128,38 @@ func (s Stream[K, V]) Merge(other Stream[K, V], opts ...Option) Stream[K, V] {
 	return out
 }
 
+// dropNull counts a record under processor.MetricDroppedNull when null is
+// true — a nil key or value, or a key it maps to none, that the operator
+// cannot use — and reports null.
+func dropNull(ctx processor.Context[any, any], null bool) bool {
+	if null {
+		ctx.Count(processor.MetricDroppedNull, 1)
+	}
+	return null
+}
+
+// forwardJoined forwards r with the joined value out, unless the joiner
+// gave none (ok false: an inner join without a match).
+func forwardJoined(ctx processor.Context[any, any], r processor.Record[any, any], out any, ok bool) error {
+	if !ok {
+		return nil
+	}
+	r.Value = out
+	return ctx.Forward(r)
+}
+
+// copies returns a nodeDef.newProc that gives each task its own copy of
+// the processor p.
+func copies[P any, PP interface {
+	*P
+	processor.Processor[any, any, any, any]
+}](p P) func() processor.Processor[any, any, any, any] {
+	return func() processor.Processor[any, any, any, any] {
+		cp := p
+		return PP(&cp)
+	}
+}
+
 func forwardAll(ctx processor.Context[any, any], r processor.Record[any, any]) error {
 	return ctx.Forward(r)
 }

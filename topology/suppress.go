@@ -151,11 +151,8 @@ func (t Table[K, V]) Suppress(s Suppression, opts ...Option) Table[K, V] {
 	}
 	p.store = store
 	n := b.addNode(&nodeDef{
-		kind: processor.KindProcessor,
-		newProc: func() processor.Processor[any, any, any, any] {
-			cp := p
-			return &cp
-		},
+		kind:    processor.KindProcessor,
+		newProc: copies(p),
 	}, prefix, cfg, t.node)
 	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindKeyValue, Logged: true}, n)
 	return Table[K, V]{b: b, node: n, ks: t.ks, vs: t.vs, windowed: t.windowed, closeDelay: t.closeDelay}
@@ -188,21 +185,16 @@ type suppressProc[K, V any] struct {
 var suppressMetaKey = []byte{'m'}
 
 func (p *suppressProc[K, V]) Init(ctx processor.Context[any, any]) error {
-	s, err := ctx.StateStore(p.store)
+	kv, err := kvStore(ctx, p.store)
 	if err != nil {
 		return err
-	}
-	kv, ok := s.(statestore.KeyValueStore)
-	if !ok {
-		return fmt.Errorf("topology: suppress %q: not a key-value store", p.store)
 	}
 	p.kv, p.observed = kv, -1
 	return nil
 }
 
 func (p *suppressProc[K, V]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-	if r.Key == nil {
-		ctx.Count(processor.MetricDroppedNull, 1)
+	if dropNull(ctx, r.Key == nil) {
 		return nil
 	}
 	if err := p.process(ctx, r); err != nil {

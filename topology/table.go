@@ -227,8 +227,7 @@ func (p *tableFilter[K, V]) Init(ctx processor.Context[any, any]) error {
 }
 
 func (p *tableFilter[K, V]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-	if r.Key == nil {
-		ctx.Count(processor.MetricDroppedNull, 1)
+	if dropNull(ctx, r.Key == nil) {
 		return nil
 	}
 	tr, err := processor.Assert[K, V](r)

@@ -97,7 +97,7 @@ func joinTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], op string, ke
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
 			return &tableJoinSide[K, V1, V2, VR]{other: c.store, otherTS: cTS, present: aPresent, ks: ks, vos: c.vs,
-				keepThis: keepA, keepOther: keepB, join: joiner}
+				tableJoinUpdate: tableJoinUpdate[K, V1, V2, VR]{keepThis: keepA, keepOther: keepB, join: joiner}}
 		},
 	}, "KTABLE-JOINTHIS", config{}, a.node)
 	b.connectStore(left, c.store)
@@ -106,14 +106,21 @@ func joinTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], op string, ke
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
 			return &tableJoinSide[K, V2, V1, VR]{other: a.store, otherTS: aTS, present: cPresent, ks: ks, vos: a.vs,
-				keepThis: keepB, keepOther: keepA,
-				join: func(k K, v2 V2, ok2 bool, v1 V1, ok1 bool) VR { return joiner(k, v1, ok1, v2, ok2) }}
+				tableJoinUpdate: tableJoinUpdate[K, V2, V1, VR]{keepThis: keepB, keepOther: keepA,
+					join: func(k K, v2 V2, ok2 bool, v1 V1, ok1 bool) VR { return joiner(k, v1, ok1, v2, ok2) }}}
 		},
 	}, "KTABLE-JOINOTHER", config{}, c.node)
 	b.connectStore(right, a.store)
 	b.connectStore(right, aTS)
-	// A kept side remembers its keys: Kafka Streams sends it the old
-	// value, and forwards a delete only for a key that had one.
+	aPresent, cPresent = b.keepKeys(left, right, keepA, keepB)
+	return mergeTableJoin[K, VR](b, cfg, a.ks, left, right)
+}
+
+// keepKeys declares the key stores of the kept sides of a table–table
+// join (left: the first; outer: both) and returns their names, "" for a
+// side not kept. A kept side remembers its keys: Kafka Streams sends it
+// the old value, and forwards a delete only for a key that had one.
+func (b *Builder) keepKeys(left, right *nodeDef, keepA, keepB bool) (aPresent, cPresent string) {
 	if keepA {
 		aPresent = left.name + "-present"
 		b.addCompanion(aPresent, left)
@@ -122,8 +129,14 @@ func joinTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], op string, ke
 		cPresent = right.name + "-present"
 		b.addCompanion(cPresent, right)
 	}
+	return aPresent, cPresent
+}
+
+// mergeTableJoin merges the two sides of a table–table join into its
+// result table, materialized when cfg names a store.
+func mergeTableJoin[K, VR any](b *Builder, cfg config, ks serde.Serde[K], left, right *nodeDef) Table[K, VR] {
 	merge := b.stateless("KTABLE-MERGE", cfg, forwardAll, left, right)
-	out := Table[K, VR]{b: b, node: merge, ks: a.ks, vs: inferSerde[VR]()}
+	out := Table[K, VR]{b: b, node: merge, ks: ks, vs: inferSerde[VR]()}
 	if cfg.store != "" {
 		out = out.materialize("KTABLE-JOIN", cfg.store)
 	}
@@ -148,15 +161,10 @@ type tableJoinSide[K, V, VO, VR any] struct {
 	present string // this side's keys; "" unless keepThis
 	ks      serde.Serde[K]
 	vos     serde.Serde[VO]
-	// keepThis: this side's keys have a result when the other side does
-	// not have them; keepOther: the other side's keys have one when this
-	// side does not.
-	keepThis, keepOther bool
-	join                func(k K, v V, found bool, vo VO, foundOther bool) VR
+	tableJoinUpdate[K, V, VO, VR]
 
-	kv   *statestore.KV[K, VO]
-	ts   *statestore.KV[K, int64]
-	keys *statestore.KV[K, int64] // this side's keys, when keepThis
+	kv *statestore.KV[K, VO]
+	ts *statestore.KV[K, int64]
 }
 
 func (p *tableJoinSide[K, V, VO, VR]) Init(ctx processor.Context[any, any]) error {
@@ -176,8 +184,42 @@ func (p *tableJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any, any], r
 	if !ok {
 		return err
 	}
+	return p.update(ctx, r, k, p.other, p.lookup)
+}
+
+// lookup returns the other side's value of k and its timestamp.
+func (p *tableJoinSide[K, V, VO, VR]) lookup(k K) (VO, time.Time, bool, error) {
+	vo, found, err := p.kv.Get(k)
+	if err != nil || !found {
+		return vo, time.Time{}, false, err
+	}
+	ts, ok, err := p.ts.Get(k)
+	if err != nil || !ok {
+		return vo, time.Time{}, true, err
+	}
+	return vo, time.UnixMilli(ts), true, nil
+}
+
+// tableJoinUpdate is what a side of a table–table join, versioned or not,
+// does with an update of its own.
+type tableJoinUpdate[K, V, VO, VR any] struct {
+	// keepThis: this side's keys have a result when the other side does
+	// not have them; keepOther: the other side's keys have one when this
+	// side does not.
+	keepThis, keepOther bool
+	join                func(k K, v V, found bool, vo VO, foundOther bool) VR
+	keys                *statestore.KV[K, int64] // this side's keys, when keepThis
+}
+
+// update joins r, an update of key k on this side, with the other side's
+// value of k and its timestamp as lookup returns them (other names the
+// other side's store in errors), and forwards the result stamped with the
+// later of the two timestamps.
+func (p *tableJoinUpdate[K, V, VO, VR]) update(ctx processor.Context[any, any], r processor.Record[any, any], k K,
+	other string, lookup func(K) (VO, time.Time, bool, error)) error {
 	var v V
 	if r.Value != nil {
+		var err error
 		if v, err = processor.As[V](r.Value); err != nil {
 			return err
 		}
@@ -186,9 +228,9 @@ func (p *tableJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any, any], r
 	if err != nil {
 		return err
 	}
-	vo, found, err := p.kv.Get(k)
+	vo, ts, found, err := lookup(k)
 	if err != nil {
-		return fmt.Errorf("topology: join with %q: %w", p.other, err)
+		return fmt.Errorf("topology: join with %q: %w", other, err)
 	}
 	if !found {
 		if !p.keepThis || (r.Value == nil && !had) {
@@ -199,10 +241,8 @@ func (p *tableJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any, any], r
 		}
 		return ctx.Forward(r) // a delete of this side deletes the result
 	}
-	if ts, ok, err := p.ts.Get(k); err != nil {
-		return fmt.Errorf("topology: join with %q: %w", p.other, err)
-	} else if ok && ts > r.Timestamp.UnixMilli() {
-		r.Timestamp = time.UnixMilli(ts)
+	if ts.After(r.Timestamp) {
+		r.Timestamp = ts
 	}
 	switch {
 	case r.Value != nil:

@@ -57,8 +57,7 @@ func (s Stream[K, V]) ToTable(opts ...Option) Table[K, V] {
 
 // dropNullKeys forwards every record with a key and counts the others.
 func dropNullKeys(ctx processor.Context[any, any], r processor.Record[any, any]) error {
-	if r.Key == nil {
-		ctx.Count(processor.MetricDroppedNull, 1)
+	if dropNull(ctx, r.Key == nil) {
 		return nil
 	}
 	return ctx.Forward(r)

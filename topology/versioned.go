@@ -117,13 +117,9 @@ func (t Table[K, V]) filterVersioned(pred func(K, V) bool, keep bool, cfg config
 
 // versionedStore opens store as a typed versioned store.
 func versionedStore[K, V any](ctx processor.Context[any, any], store string, history time.Duration, ks serde.Serde[K], vs serde.Serde[V]) (*statestore.Versions[K, V], error) {
-	st, err := ctx.StateStore(store)
+	kv, err := kvStore(ctx, store)
 	if err != nil {
 		return nil, err
-	}
-	kv, ok := st.(statestore.KeyValueStore)
-	if !ok {
-		return nil, fmt.Errorf("topology: versioned store %q is a %T, not a key-value store", store, st)
 	}
 	return statestore.NewVersions(statestore.NewVersioned(kv, history), ks, vs), nil
 }

@@ -83,8 +83,7 @@ func (p *versionedJoinProc[K, V, VT, VR]) Process(ctx processor.Context[any, any
 	if r.Key == nil && r.Value != nil {
 		return p.joinNullKey(ctx, r)
 	}
-	if r.Value == nil {
-		ctx.Count(processor.MetricDroppedNull, 1)
+	if dropNull(ctx, r.Value == nil) {
 		return nil
 	}
 	tr, err := processor.Assert[K, V](r)
@@ -120,8 +119,7 @@ func (p *versionedJoinProc[K, V, VT, VR]) joinNullKey(ctx processor.Context[any,
 		vt VT
 	)
 	out, ok := p.join(k, v, vt, false)
-	if !ok {
-		ctx.Count(processor.MetricDroppedNull, 1)
+	if dropNull(ctx, !ok) {
 		return nil
 	}
 	r.Value = out
@@ -135,11 +133,7 @@ func (p *versionedJoinProc[K, V, VT, VR]) doJoin(ctx processor.Context[any, any]
 		return fmt.Errorf("topology: join with %q: %w", p.store, err)
 	}
 	out, ok := p.join(k, v, ver.Value, found)
-	if !ok {
-		return nil
-	}
-	r.Value = out
-	return ctx.Forward(r)
+	return forwardJoined(ctx, r, out, ok)
 }
 
 // joinVersionedTables is JoinTables, LeftJoinTables or OuterJoinTables
@@ -158,15 +152,15 @@ func joinVersionedTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], keep
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
 			return &versionedTableJoinSide[K, V1, V2, VR]{own: aSide, other: cSide, present: aPresent, ks: ks, vs: a.vs, vos: c.vs,
-				keepThis: keepA, keepOther: keepB, join: joiner}
+				tableJoinUpdate: tableJoinUpdate[K, V1, V2, VR]{keepThis: keepA, keepOther: keepB, join: joiner}}
 		},
 	}, "KTABLE-JOINTHIS", config{}, a.node)
 	right := b.addNode(&nodeDef{
 		kind: processor.KindProcessor,
 		newProc: func() processor.Processor[any, any, any, any] {
 			return &versionedTableJoinSide[K, V2, V1, VR]{own: cSide, other: aSide, present: cPresent, ks: ks, vs: c.vs, vos: a.vs,
-				keepThis: keepB, keepOther: keepA,
-				join: func(k K, v2 V2, ok2 bool, v1 V1, ok1 bool) VR { return joiner(k, v1, ok1, v2, ok2) }}
+				tableJoinUpdate: tableJoinUpdate[K, V2, V1, VR]{keepThis: keepB, keepOther: keepA,
+					join: func(k K, v2 V2, ok2 bool, v1 V1, ok1 bool) VR { return joiner(k, v1, ok1, v2, ok2) }}}
 		},
 	}, "KTABLE-JOINOTHER", config{}, c.node)
 	for _, side := range []struct {
@@ -181,21 +175,8 @@ func joinVersionedTables[K, V1, V2, VR any](a Table[K, V1], c Table[K, V2], keep
 			b.connectStore(side.n, side.other.timestamps)
 		}
 	}
-	// A kept side remembers its keys, as in joinTables.
-	if keepA {
-		aPresent = left.name + "-present"
-		b.addCompanion(aPresent, left)
-	}
-	if keepB {
-		cPresent = right.name + "-present"
-		b.addCompanion(cPresent, right)
-	}
-	merge := b.stateless("KTABLE-MERGE", cfg, forwardAll, left, right)
-	out := Table[K, VR]{b: b, node: merge, ks: a.ks, vs: inferSerde[VR]()}
-	if cfg.store != "" {
-		out = out.materialize("KTABLE-JOIN", cfg.store)
-	}
-	return out
+	aPresent, cPresent = b.keepKeys(left, right, keepA, keepB)
+	return mergeTableJoin[K, VR](b, cfg, a.ks, left, right)
 }
 
 // tableSide is what a table–table join knows of one side's store.
@@ -221,17 +202,12 @@ type versionedTableJoinSide[K, V, VO, VR any] struct {
 	ks         serde.Serde[K]
 	vs         serde.Serde[V]
 	vos        serde.Serde[VO]
-	// keepThis: this side's keys have a result when the other side does
-	// not have them; keepOther: the other side's keys have one when this
-	// side does not.
-	keepThis, keepOther bool
-	join                func(k K, v V, found bool, vo VO, foundOther bool) VR
+	tableJoinUpdate[K, V, VO, VR]
 
 	ownVersions   *statestore.Versions[K, V]  // when own is versioned
 	otherVersions *statestore.Versions[K, VO] // when other is versioned
 	otherKV       *statestore.KV[K, VO]       // otherwise, with otherTS
 	otherTS       *statestore.KV[K, int64]
-	keys          *statestore.KV[K, int64] // this side's keys, when keepThis
 }
 
 func (p *versionedTableJoinSide[K, V, VO, VR]) Init(ctx processor.Context[any, any]) error {
@@ -271,39 +247,7 @@ func (p *versionedTableJoinSide[K, V, VO, VR]) Process(ctx processor.Context[any
 			return nil // out of order: only in this side's history
 		}
 	}
-	var v V
-	if r.Value != nil {
-		if v, err = processor.As[V](r.Value); err != nil {
-			return err
-		}
-	}
-	had, err := rememberKey(p.keys, k, r.Value != nil)
-	if err != nil {
-		return err
-	}
-	vo, ts, found, err := p.lookup(k)
-	if err != nil {
-		return fmt.Errorf("topology: join with %q: %w", p.other.store, err)
-	}
-	if !found {
-		if !p.keepThis || (r.Value == nil && !had) {
-			return nil
-		}
-		if r.Value != nil {
-			r.Value = p.join(k, v, true, vo, false)
-		}
-		return ctx.Forward(r) // a delete of this side deletes the result
-	}
-	if ts.After(r.Timestamp) {
-		r.Timestamp = ts
-	}
-	switch {
-	case r.Value != nil:
-		r.Value = p.join(k, v, true, vo, true)
-	case p.keepOther:
-		r.Value = p.join(k, v, false, vo, true)
-	}
-	return ctx.Forward(r) // a nil value: this side deleted, so is the result
+	return p.update(ctx, r, k, p.other.store, p.lookup)
 }
 
 // lookup returns the other side's value of k and its timestamp.

@@ -81,27 +81,16 @@ func windowAggregate[K, V, VA any](wg WindowedGrouped[K, V], prefix string, vas 
 	if err := wg.w.validate(); err != nil {
 		b.failf("%s: %v", prefix, err)
 	}
-	if in.ks == nil {
-		b.failf("%s: no key serde for %s; set one with WithKeySerde", prefix, typeName[K]())
-	}
-	if vas == nil {
-		b.failf("%s: no serde for the aggregate type %s", prefix, typeName[VA]())
-	}
-	store := cfg.store
-	if store == "" {
-		store = b.nextName(prefix + "-STATE-STORE")
-	}
+	checkAggregateSerdes(b, prefix, in.ks, vas)
+	store := b.storeName(cfg, prefix)
 	p := windowAgg[K, V, VA]{
 		store: store, w: wg.w, ks: in.ks, vas: vas, step: st, emitFinal: cfg.emitFinal,
 		positions: store + "-emit-position", timestamps: store + "-timestamps",
 		times: store + "-stream-time", lanes: 1,
 	}
 	n := b.addNode(&nodeDef{
-		kind: processor.KindProcessor,
-		newProc: func() processor.Processor[any, any, any, any] {
-			cp := p
-			return &cp
-		},
+		kind:    processor.KindProcessor,
+		newProc: copies(p),
 	}, prefix, cfg, in.node)
 	retention := wg.w.retention()
 	b.addStore(statestore.Spec{Name: store, Kind: statestore.KindWindow, Retention: retention, Logged: true}, n)
@@ -177,8 +166,7 @@ func (p *windowAgg[K, V, VA]) Init(ctx processor.Context[any, any]) error {
 func (p *windowAgg[K, V, VA]) Process(ctx processor.Context[any, any], r processor.Record[any, any]) error {
 	// Kafka Streams 4.4 drops a null key; a null value is dropped by
 	// sliding windows and folded (as V's zero value) by time windows.
-	if r.Key == nil || (r.Value == nil && p.w.kind == sliding) {
-		ctx.Count(processor.MetricDroppedNull, 1)
+	if dropNull(ctx, r.Key == nil || (r.Value == nil && p.w.kind == sliding)) {
 		return nil
 	}
 	tr, err := processor.Assert[K, V](r)

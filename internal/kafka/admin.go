@@ -179,13 +179,9 @@ func (a *Admin) describe(ctx context.Context, topics []string) (map[string]*sara
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("kafka: describe topics: %w", err)
 	}
-	var mds []*sarama.TopicMetadata
-	err := a.retry(ctx, func() (err error) {
-		mds, err = a.admin.DescribeTopics(topics)
-		return err
-	})
+	mds, err := a.describeTopics(ctx, topics)
 	if err != nil {
-		return nil, fmt.Errorf("kafka: describe topics %v: %w", topics, err)
+		return nil, err
 	}
 	found := make(map[string]*sarama.TopicMetadata, len(mds))
 	for _, md := range mds {
@@ -202,6 +198,20 @@ func (a *Admin) describe(ctx context.Context, topics []string) (map[string]*sara
 		}
 	}
 	return found, nil
+}
+
+// describeTopics asks for the metadata of topics, retrying what a retry
+// can cure.
+func (a *Admin) describeTopics(ctx context.Context, topics []string) ([]*sarama.TopicMetadata, error) {
+	var mds []*sarama.TopicMetadata
+	err := a.retry(ctx, func() (err error) {
+		mds, err = a.admin.DescribeTopics(topics)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kafka: describe topics %v: %w", topics, err)
+	}
+	return mds, nil
 }
 
 // readiness reports the partition counts and whether every topic exists
@@ -246,15 +256,26 @@ func (a *Admin) StartOffsets(ctx context.Context, topic string, partitions []int
 	return a.listOffsets(ctx, topic, partitions, sarama.OffsetOldest, sarama.ReadUncommitted)
 }
 
+// orAllPartitions returns partitions, or when it is empty every partition
+// of topic.
+func (a *Admin) orAllPartitions(ctx context.Context, topic string, partitions []int32) ([]int32, error) {
+	if len(partitions) > 0 {
+		return partitions, nil
+	}
+	counts, err := a.PartitionCounts(ctx, []string{topic})
+	if err != nil {
+		return nil, err
+	}
+	for p := range counts[topic] {
+		partitions = append(partitions, p)
+	}
+	return partitions, nil
+}
+
 func (a *Admin) listOffsets(ctx context.Context, topic string, partitions []int32, query int64, iso sarama.IsolationLevel) (map[int32]int64, error) {
-	if len(partitions) == 0 {
-		counts, err := a.PartitionCounts(ctx, []string{topic})
-		if err != nil {
-			return nil, err
-		}
-		for p := range counts[topic] {
-			partitions = append(partitions, p)
-		}
+	partitions, err := a.orAllPartitions(ctx, topic, partitions)
+	if err != nil {
+		return nil, err
 	}
 	out := make(map[int32]int64, len(partitions))
 	pending := slices.Clone(partitions)
@@ -305,14 +326,9 @@ func (a *Admin) listOffsets(ctx context.Context, topic string, partitions []int3
 // answers UNSTABLE_OFFSET_COMMIT and CommittedOffsets retries until ctx is
 // done.
 func (a *Admin) CommittedOffsets(ctx context.Context, group, topic string, partitions []int32) (map[int32]int64, error) {
-	if len(partitions) == 0 {
-		counts, err := a.PartitionCounts(ctx, []string{topic})
-		if err != nil {
-			return nil, err
-		}
-		for p := range counts[topic] {
-			partitions = append(partitions, p)
-		}
+	partitions, err := a.orAllPartitions(ctx, topic, partitions)
+	if err != nil {
+		return nil, err
 	}
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
@@ -338,8 +354,23 @@ func (a *Admin) CommittedOffsets(ctx context.Context, group, topic string, parti
 // the admin client's connection, never behind a JoinGroup that waits the
 // whole rebalance on the group's own.
 func (a *Admin) Heartbeat(ctx context.Context, m GroupMetadata) error {
+	answer, err := a.heartbeat(ctx, m)
+	switch {
+	case err != nil:
+		return err
+	case errors.Is(answer, sarama.ErrNoError), errors.Is(answer, sarama.ErrRebalanceInProgress),
+		errors.Is(answer, sarama.ErrIllegalGeneration):
+		return nil
+	}
+	return fmt.Errorf("kafka: heartbeat: %w", answer)
+}
+
+// heartbeat sends m's member a Heartbeat over the admin client's
+// connection and returns the coordinator's answer; err is a failure to
+// ask. A coordinator that moved is looked up again for the next request.
+func (a *Admin) heartbeat(ctx context.Context, m GroupMetadata) (answer sarama.KError, err error) {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("kafka: heartbeat: %w", err)
+		return 0, fmt.Errorf("kafka: heartbeat: %w", err)
 	}
 	req := &sarama.HeartbeatRequest{
 		Version: groupRequestVersion(4, 3, 2),
@@ -351,21 +382,17 @@ func (a *Admin) Heartbeat(ctx context.Context, m GroupMetadata) error {
 	coord, err := a.client.Coordinator(m.GroupID)
 	if err != nil {
 		_ = a.client.RefreshCoordinator(m.GroupID)
-		return fmt.Errorf("kafka: heartbeat: coordinator of group %q: %w", m.GroupID, err)
+		return 0, fmt.Errorf("kafka: heartbeat: coordinator of group %q: %w", m.GroupID, err)
 	}
 	resp, err := coord.Heartbeat(req)
 	if err != nil {
 		_ = a.client.RefreshCoordinator(m.GroupID)
-		return fmt.Errorf("kafka: heartbeat: %w", err)
+		return 0, fmt.Errorf("kafka: heartbeat: %w", err)
 	}
-	switch {
-	case errors.Is(resp.Err, sarama.ErrNoError), errors.Is(resp.Err, sarama.ErrRebalanceInProgress),
-		errors.Is(resp.Err, sarama.ErrIllegalGeneration):
-		return nil
-	case errors.Is(resp.Err, sarama.ErrNotCoordinatorForConsumer):
+	if errors.Is(resp.Err, sarama.ErrNotCoordinatorForConsumer) {
 		_ = a.client.RefreshCoordinator(m.GroupID)
 	}
-	return fmt.Errorf("kafka: heartbeat: %w", resp.Err)
+	return resp.Err, nil
 }
 
 func (a *Admin) fetchCommitted(group, topic string, partitions []int32) (map[int32]int64, bool, error) {

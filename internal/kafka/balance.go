@@ -103,16 +103,7 @@ func (s *copartitionStrategy) Plan(members map[string]sarama.ConsumerGroupMember
 	for id, meta := range members {
 		sub := decodeSubscription(meta.UserData)
 		peers[id] = sub.memberData
-		pm := planMember{
-			topics:     meta.Topics,
-			owned:      make(map[string][]int32, len(meta.OwnedPartitions)),
-			generation: sub.generation,
-			lags:       sub.lags,
-			sizes:      sub.sizes,
-		}
-		if meta.Version >= 2 && meta.GenerationID >= 0 {
-			pm.generation = meta.GenerationID
-		}
+		pm := newPlanMember(meta.Topics, len(meta.OwnedPartitions), sub, meta.Version, meta.GenerationID)
 		for _, op := range meta.OwnedPartitions {
 			if op != nil {
 				pm.owned[op.Topic] = append(pm.owned[op.Topic], op.Partitions...)

@@ -105,16 +105,7 @@ func (b *franzBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (
 			return nil, nil, fmt.Errorf("kafka: member %q: subscription: %w", m.MemberID, err)
 		}
 		sub := decodeSubscription(meta.UserData)
-		pm := planMember{
-			topics:     meta.Topics,
-			owned:      make(map[string][]int32, len(meta.OwnedPartitions)),
-			generation: sub.generation,
-			lags:       sub.lags,
-			sizes:      sub.sizes,
-		}
-		if meta.Version >= 2 && meta.Generation >= 0 {
-			pm.generation = meta.Generation
-		}
+		pm := newPlanMember(meta.Topics, len(meta.OwnedPartitions), sub, meta.Version, meta.Generation)
 		for _, op := range meta.OwnedPartitions {
 			pm.owned[op.Topic] = append(pm.owned[op.Topic], op.Partitions...)
 		}

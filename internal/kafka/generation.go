@@ -18,34 +18,15 @@ import (
 // answer, not success: a task acquired in it must not take a newer
 // owner's writer generation (engine/tasks).
 func (a *Admin) InGeneration(ctx context.Context, m GroupMetadata) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, fmt.Errorf("kafka: heartbeat: %w", err)
-	}
-	req := &sarama.HeartbeatRequest{
-		Version: groupRequestVersion(4, 3, 2),
-		GroupId: m.GroupID, GenerationId: m.GenerationID, MemberId: m.MemberID,
-	}
-	if m.InstanceID != "" {
-		req.GroupInstanceId = &m.InstanceID
-	}
-	coord, err := a.client.Coordinator(m.GroupID)
-	if err != nil {
-		_ = a.client.RefreshCoordinator(m.GroupID)
-		return false, fmt.Errorf("kafka: heartbeat: coordinator of group %q: %w", m.GroupID, err)
-	}
-	resp, err := coord.Heartbeat(req)
-	if err != nil {
-		_ = a.client.RefreshCoordinator(m.GroupID)
-		return false, fmt.Errorf("kafka: heartbeat: %w", err)
-	}
+	answer, err := a.heartbeat(ctx, m)
 	switch {
-	case errors.Is(resp.Err, sarama.ErrNoError), errors.Is(resp.Err, sarama.ErrRebalanceInProgress):
+	case err != nil:
+		return false, err
+	case errors.Is(answer, sarama.ErrNoError), errors.Is(answer, sarama.ErrRebalanceInProgress):
 		return true, nil
-	case errors.Is(resp.Err, sarama.ErrUnknownMemberId), errors.Is(resp.Err, sarama.ErrFencedInstancedId),
-		errors.Is(resp.Err, sarama.ErrIllegalGeneration):
+	case errors.Is(answer, sarama.ErrUnknownMemberId), errors.Is(answer, sarama.ErrFencedInstancedId),
+		errors.Is(answer, sarama.ErrIllegalGeneration):
 		return false, nil
-	case errors.Is(resp.Err, sarama.ErrNotCoordinatorForConsumer):
-		_ = a.client.RefreshCoordinator(m.GroupID)
 	}
-	return false, fmt.Errorf("kafka: heartbeat: %w", resp.Err)
+	return false, fmt.Errorf("kafka: heartbeat: %w", answer)
 }

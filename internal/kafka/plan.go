@@ -43,6 +43,25 @@ type planMember struct {
 	sizes map[TaskID]int64
 }
 
+// newPlanMember returns a member's part of the plan from its
+// subscription: the topics, room for the partitions it owns (their topic
+// count), its user data, and the generation of that ownership that a
+// subscription of version 2 or later carries, which wins over the user
+// data's.
+func newPlanMember(topics []string, owned int, sub subscription, version int16, generation int32) planMember {
+	pm := planMember{
+		topics:     topics,
+		owned:      make(map[string][]int32, owned),
+		generation: sub.generation,
+		lags:       sub.lags,
+		sizes:      sub.sizes,
+	}
+	if version >= 2 && generation >= 0 {
+		pm.generation = generation
+	}
+	return pm
+}
+
 // planTask is partition number partition of set set.
 type planTask struct {
 	set       int

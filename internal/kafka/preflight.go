@@ -37,13 +37,9 @@ func (a *Admin) TopicFacts(ctx context.Context, topics, withPolicy []string) (ma
 	if len(topics) == 0 {
 		return out, nil
 	}
-	var mds []*sarama.TopicMetadata
-	err := a.retry(ctx, func() (err error) {
-		mds, err = a.admin.DescribeTopics(topics)
-		return err
-	})
+	mds, err := a.describeTopics(ctx, topics)
 	if err != nil {
-		return nil, fmt.Errorf("kafka: describe topics %v: %w", topics, err)
+		return nil, err
 	}
 	for _, t := range topics {
 		out[t] = TopicFacts{}

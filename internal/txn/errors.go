@@ -135,34 +135,77 @@ func classify(err error, status sarama.ProducerTxnStatusFlag, ioFailed bool) err
 	}
 }
 
-// fencedError reports the Kafka errors that mean this producer epoch or
-// this group member generation is over.
-func fencedError(err error) bool {
-	return errors.Is(err, sarama.ErrProducerFenced) ||
-		errors.Is(err, sarama.ErrInvalidProducerEpoch) ||
-		errors.Is(err, sarama.ErrInvalidProducerIDMapping) ||
-		errors.Is(err, sarama.ErrIllegalGeneration) ||
-		errors.Is(err, sarama.ErrUnknownMemberId) ||
-		errors.Is(err, sarama.ErrFencedInstancedId)
+// Kafka error codes by what they mean for a transaction, one table for
+// both clients: sarama's classifier matches them as sarama.KError,
+// franz-go's as the *kerr.Error values listed.
+var (
+	// fencedCodes: this producer epoch or this group member generation is
+	// over.
+	fencedCodes = []*kerr.Error{
+		kerr.ProducerFenced, kerr.InvalidProducerEpoch, kerr.InvalidProducerIDMapping,
+		kerr.IllegalGeneration, kerr.UnknownMemberID, kerr.FencedInstanceID,
+	}
+	// timedOutCodes: the broker answered that it timed out, or lost a
+	// connection of its own; the write may still complete.
+	timedOutCodes = []*kerr.Error{kerr.RequestTimedOut, kerr.NetworkException}
+	// permanentCodes: redoing the same work cannot cure them.
+	permanentCodes = []*kerr.Error{
+		kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidRecord,
+		kerr.InvalidRequiredAcks, kerr.UnsupportedForMessageFormat,
+		kerr.UnsupportedCompressionType, kerr.UnsupportedVersion,
+		kerr.InvalidTransactionTimeout, kerr.OffsetMetadataTooLarge,
+		kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed,
+		kerr.ClusterAuthorizationFailed, kerr.TransactionalIDAuthorizationFailed,
+	}
+)
+
+// isSaramaCode reports whether err matches one of codes as sarama's KError.
+func isSaramaCode(err error, codes []*kerr.Error) bool {
+	for _, k := range codes {
+		if errors.Is(err, sarama.KError(k.Code)) {
+			return true
+		}
+	}
+	return false
 }
 
-// networkError reports failures after which a request may or may not have
-// reached the broker: a broken or timed-out connection, or a broker that
-// answered that it timed out (REQUEST_TIMED_OUT: the write may still
-// complete).
-func networkError(err error) bool {
+// isFranzCode reports whether err matches one of codes as franz-go's
+// *kerr.Error.
+func isFranzCode(err error, codes []*kerr.Error) bool {
+	for _, k := range codes {
+		if errors.Is(err, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// brokenConnection reports the Go errors of a connection that broke or
+// timed out, after which a request may or may not have reached the broker.
+func brokenConnection(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) ||
 		errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, syscall.EPIPE)
+}
+
+// fencedError reports the Kafka errors that mean this producer epoch or
+// this group member generation is over.
+func fencedError(err error) bool { return isSaramaCode(err, fencedCodes) }
+
+// networkError reports failures after which a request may or may not have
+// reached the broker: a broken or timed-out connection, or a broker that
+// answered that it timed out (REQUEST_TIMED_OUT: the write may still
+// complete).
+func networkError(err error) bool {
+	return brokenConnection(err) ||
+		isSaramaCode(err, timedOutCodes) ||
 		errors.Is(err, sarama.ErrNotConnected) ||
 		errors.Is(err, sarama.ErrOutOfBrokers) ||
-		errors.Is(err, sarama.ErrClosedClient) ||
-		errors.Is(err, sarama.ErrRequestTimedOut) ||
-		errors.Is(err, sarama.ErrNetworkException)
+		errors.Is(err, sarama.ErrClosedClient)
 }
 
 // permanentError reports errors that redoing the same work cannot cure.
@@ -171,38 +214,21 @@ func permanentError(err error) bool {
 	var pe sarama.PacketEncodingError
 	return errors.As(err, &ce) || errors.As(err, &pe) ||
 		errors.Is(err, sarama.ErrInvalidPartition) || // an explicit partition out of range
-		errors.Is(err, sarama.ErrMessageSizeTooLarge) ||
-		errors.Is(err, sarama.ErrMessageSetSizeTooLarge) ||
-		errors.Is(err, sarama.ErrInvalidRecord) ||
-		errors.Is(err, sarama.ErrInvalidRequiredAcks) ||
-		errors.Is(err, sarama.ErrUnsupportedForMessageFormat) ||
-		errors.Is(err, sarama.ErrUnsupportedCompressionType) ||
-		errors.Is(err, sarama.ErrUnsupportedVersion) ||
-		errors.Is(err, sarama.ErrInvalidTransactionTimeout) ||
-		errors.Is(err, sarama.ErrOffsetMetadataTooLarge) ||
-		errors.Is(err, sarama.ErrTopicAuthorizationFailed) ||
-		errors.Is(err, sarama.ErrGroupAuthorizationFailed) ||
-		errors.Is(err, sarama.ErrClusterAuthorizationFailed) ||
-		errors.Is(err, sarama.ErrTransactionalIDAuthorizationFailed)
+		isSaramaCode(err, permanentCodes)
 }
 
 // retriableError reports the Kafka errors sarama retries itself on
 // transactional requests (and gave up on after Transaction.Retry.Max):
 // the coordinator moved, is loading, or is finishing the previous
 // transaction. The broker answered, so resending is safe.
-func retriableError(err error) bool {
-	return errors.Is(err, sarama.ErrNotCoordinatorForConsumer) ||
-		errors.Is(err, sarama.ErrConsumerCoordinatorNotAvailable) ||
-		errors.Is(err, sarama.ErrOffsetsLoadInProgress) ||
-		errors.Is(err, sarama.ErrConcurrentTransactions) ||
-		errors.Is(err, sarama.ErrUnknownTopicOrPartition) ||
-		errors.Is(err, sarama.ErrNotEnoughReplicas) ||
-		errors.Is(err, sarama.ErrNotEnoughReplicasAfterAppend) ||
-		errors.Is(err, sarama.ErrLeaderNotAvailable) ||
-		errors.Is(err, sarama.ErrNotLeaderForPartition) ||
-		errors.Is(err, sarama.ErrKafkaStorageError) ||
-		errors.Is(err, sarama.ErrThrottlingQuotaExceeded) ||
-		errors.Is(err, sarama.ErrUnstableOffsetCommit)
+func retriableError(err error) bool { return isSaramaCode(err, saramaRetriedCodes) }
+
+// saramaRetriedCodes are the codes retriableError takes.
+var saramaRetriedCodes = []*kerr.Error{
+	kerr.NotCoordinator, kerr.CoordinatorNotAvailable, kerr.CoordinatorLoadInProgress,
+	kerr.ConcurrentTransactions, kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas,
+	kerr.NotEnoughReplicasAfterAppend, kerr.LeaderNotAvailable, kerr.NotLeaderForPartition,
+	kerr.KafkaStorageError, kerr.ThrottlingQuotaExceeded, kerr.UnstableOffsetCommit,
 }
 
 // KafkaCode returns the Kafka error code of err when err itself is one a

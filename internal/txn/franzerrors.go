@@ -2,8 +2,6 @@ package txn
 
 import (
 	"errors"
-	"io"
-	"net"
 	"syscall"
 
 	"github.com/IBM/sarama"
@@ -58,47 +56,21 @@ func deliveryKindFranz(err error) error {
 	return kind
 }
 
-func fencedErrorFranz(err error) bool {
-	return errors.Is(err, kerr.ProducerFenced) ||
-		errors.Is(err, kerr.InvalidProducerEpoch) ||
-		errors.Is(err, kerr.InvalidProducerIDMapping) ||
-		errors.Is(err, kerr.IllegalGeneration) ||
-		errors.Is(err, kerr.UnknownMemberID) ||
-		errors.Is(err, kerr.FencedInstanceID)
-}
+func fencedErrorFranz(err error) bool { return isFranzCode(err, fencedCodes) }
 
 // networkErrorFranz reports failures after which a request may or may not
 // have reached the broker, or a record may or may not have been written.
 func networkErrorFranz(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) ||
-		errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, net.ErrClosed) ||
-		errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) ||
+	return brokenConnection(err) ||
+		isFranzCode(err, timedOutCodes) ||
 		errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, kgo.ErrClientClosed) ||
-		errors.Is(err, kerr.RequestTimedOut) ||
-		errors.Is(err, kerr.NetworkException)
+		errors.Is(err, kgo.ErrClientClosed)
 }
 
 func permanentErrorFranz(err error) bool {
 	return errors.Is(err, errPartitionOutOfRange) ||
 		errors.Is(err, ErrConfig) ||
-		errors.Is(err, kerr.MessageTooLarge) ||
-		errors.Is(err, kerr.RecordListTooLarge) ||
-		errors.Is(err, kerr.InvalidRecord) ||
-		errors.Is(err, kerr.InvalidRequiredAcks) ||
-		errors.Is(err, kerr.UnsupportedForMessageFormat) ||
-		errors.Is(err, kerr.UnsupportedCompressionType) ||
-		errors.Is(err, kerr.UnsupportedVersion) ||
-		errors.Is(err, kerr.InvalidTransactionTimeout) ||
-		errors.Is(err, kerr.OffsetMetadataTooLarge) ||
-		errors.Is(err, kerr.TopicAuthorizationFailed) ||
-		errors.Is(err, kerr.GroupAuthorizationFailed) ||
-		errors.Is(err, kerr.ClusterAuthorizationFailed) ||
-		errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
+		isFranzCode(err, permanentCodes)
 }
 
 // retriableErrorFranz reports the Kafka errors worth resending as they

@@ -78,17 +78,11 @@ func (db *DB) Apply(changes []Change, checkpoints map[StorePartition]Position) e
 	}
 	var marks []op
 	for sp, kind := range kinds {
-		key := metaKey(metaKind, sp.Store, sp.Partition)
-		recorded, ok, err := db.kindOf(key)
-		switch {
-		case err != nil:
+		mark, err := db.kindMark(sp, kind)
+		if err != nil {
 			return fmt.Errorf("badgerstore: apply: %w", err)
-		case ok && recorded != kind:
-			return fmt.Errorf("badgerstore: apply: %w: %s changes to store %q partition %d, which the database holds as a %s store",
-				ErrInvalid, kind, sp.Store, sp.Partition, recorded)
-		case !ok:
-			marks = append(marks, op{key: key, value: []byte{byte(kind)}})
 		}
+		marks = append(marks, mark...)
 	}
 	ckpts := make([]op, 0, len(checkpoints))
 	for sp, pos := range checkpoints {
@@ -118,6 +112,23 @@ func (db *DB) Apply(changes []Change, checkpoints map[StorePartition]Position) e
 // changeOps validates changes and returns their row writes, a later change
 // of a row replacing an earlier one in place, and the kind of each store
 // partition they write.
+// kindMark checks that the database holds sp's rows as a store of kind,
+// or holds none yet: then it returns the op that records kind.
+func (db *DB) kindMark(sp StorePartition, kind statestore.Kind) ([]op, error) {
+	key := metaKey(metaKind, sp.Store, sp.Partition)
+	recorded, ok, err := db.kindOf(key)
+	switch {
+	case err != nil:
+		return nil, err
+	case ok && recorded != kind:
+		return nil, fmt.Errorf("%w: %s changes to store %q partition %d, which the database holds as a %s store",
+			ErrInvalid, kind, sp.Store, sp.Partition, recorded)
+	case !ok:
+		return []op{{key: key, value: []byte{byte(kind)}}}, nil
+	}
+	return nil, nil
+}
+
 func changeOps(changes []Change) ([]op, map[StorePartition]statestore.Kind, error) {
 	ops := make([]op, 0, 2*len(changes))
 	kinds := make(map[StorePartition]statestore.Kind)

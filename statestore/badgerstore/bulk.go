@@ -65,26 +65,17 @@ func (db *DB) ApplyFresh(changes []Change, sp StorePartition, to Position) error
 		return fmt.Errorf("badgerstore: apply fresh: %w", err)
 	}
 	if len(changes) > 0 {
-		key := metaKey(metaKind, sp.Store, sp.Partition)
-		kind := changes[0].Kind
-		recorded, ok, err := db.kindOf(key)
-		switch {
-		case err != nil:
+		mark, err := db.kindMark(sp, changes[0].Kind)
+		if err == nil && mark != nil {
+			err = db.commit(mark)
+		}
+		if err != nil {
 			return fmt.Errorf("badgerstore: apply fresh: %w", err)
-		case ok && recorded != kind:
-			return fmt.Errorf("badgerstore: apply fresh: %w: %s changes to store %q partition %d, which the database holds as a %s store",
-				ErrInvalid, kind, sp.Store, sp.Partition, recorded)
-		case !ok:
-			if err := db.commit([]op{{key: key, value: []byte{byte(kind)}}}); err != nil {
-				return fmt.Errorf("badgerstore: apply fresh: %w", err)
-			}
 		}
 	}
-	if err := db.load(ops); err != nil {
-		db.cache.forget(ops)
+	if err := db.settle(ops, db.load(ops)); err != nil {
 		return fmt.Errorf("badgerstore: apply fresh %d changes: %w", len(changes), err)
 	}
-	db.cache.wrote(ops)
 	if err := db.commit([]op{{key: metaKey(metaCheckpoint, sp.Store, sp.Partition), value: encodePosition(to)}}); err != nil {
 		return fmt.Errorf("badgerstore: apply fresh: checkpoint: %w", err)
 	}

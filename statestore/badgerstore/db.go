@@ -359,23 +359,10 @@ func (db *DB) commit(ops []op) error {
 	}
 	txn := db.bdb.NewTransaction(true)
 	defer txn.Discard()
-	for _, o := range ops {
-		var err error
-		if o.del {
-			err = txn.Delete(o.key)
-		} else {
-			err = txn.Set(o.key, o.value)
-		}
-		if err != nil {
-			return err // nothing written: ErrTxnTooBig, or a bad key
-		}
+	if err := putOps(txn, ops); err != nil {
+		return err // nothing written: ErrTxnTooBig, or a bad key
 	}
-	if err := txn.Commit(); err != nil {
-		db.cache.forget(ops)
-		return err
-	}
-	db.cache.wrote(ops)
-	return nil
+	return db.settle(ops, txn.Commit())
 }
 
 // writeBatch commits ops, in order, in as many transactions as they need.
@@ -385,22 +372,38 @@ func (db *DB) writeBatch(ops []op) error {
 	}
 	wb := db.bdb.NewWriteBatch()
 	defer wb.Cancel()
+	err := putOps(wb, ops) // on failure the batch may have committed some of them
+	if err == nil {
+		err = wb.Flush()
+	}
+	return db.settle(ops, err)
+}
+
+// rowWriter is a Badger transaction or write batch.
+type rowWriter interface {
+	Set(key, value []byte) error
+	Delete(key []byte) error
+}
+
+// putOps sets or deletes the rows of ops in w, in order.
+func putOps(w rowWriter, ops []op) error {
 	for _, o := range ops {
 		var err error
 		if o.del {
-			err = wb.Delete(o.key)
+			err = w.Delete(o.key)
 		} else {
-			err = wb.Set(o.key, o.value)
+			err = w.Set(o.key, o.value)
 		}
 		if err != nil {
-			db.cache.forget(ops) // the batch may have committed some of them
 			return err
 		}
 	}
-	if err := wb.Flush(); err != nil {
-		db.cache.forget(ops)
-		return err
-	}
-	db.cache.wrote(ops)
 	return nil
+}
+
+// settle updates the row cache after a write of ops that returned err,
+// and returns err.
+func (db *DB) settle(ops []op, err error) error {
+	db.cache.written(ops, err == nil)
+	return err
 }

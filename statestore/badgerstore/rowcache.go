@@ -90,8 +90,10 @@ func (c *rowCache) fill(key, value []byte, found bool, gen uint64) {
 	c.shrink()
 }
 
-// wrote updates the cached rows that ops wrote, after they committed.
-func (c *rowCache) wrote(ops []op) {
+// written updates the cached rows of ops after a write of them: a
+// committed write's rows take their new values; a failed write's rows are
+// dropped, since some of them may have committed.
+func (c *rowCache) written(ops []op, committed bool) {
 	if c.max <= 0 {
 		return
 	}
@@ -100,33 +102,22 @@ func (c *rowCache) wrote(ops []op) {
 	c.gen++
 	for _, o := range ops {
 		old, ok := c.rows[string(o.key)]
-		if !ok {
-			continue
-		}
-		r := cachedRow{found: !o.del}
-		if !o.del {
-			r.value = append(make([]byte, 0, len(o.value)), o.value...)
-		}
-		c.bytes += int64(len(r.value) - len(old.value))
-		c.rows[string(o.key)] = r
-	}
-	c.shrink()
-}
-
-// forget drops the cached rows of ops (a write that failed: some of them
-// may have committed).
-func (c *rowCache) forget(ops []op) {
-	if c.max <= 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.gen++
-	for _, o := range ops {
-		if old, ok := c.rows[string(o.key)]; ok {
+		switch {
+		case !ok:
+		case !committed:
 			c.bytes -= int64(len(o.key)+len(old.value)) + rowCacheOverhead
 			delete(c.rows, string(o.key))
+		default:
+			r := cachedRow{found: !o.del}
+			if !o.del {
+				r.value = append(make([]byte, 0, len(o.value)), o.value...)
+			}
+			c.bytes += int64(len(r.value) - len(old.value))
+			c.rows[string(o.key)] = r
 		}
+	}
+	if committed {
+		c.shrink()
 	}
 }
 

@@ -13,7 +13,7 @@ func TestRowCacheFillAfterWriteIsDropped(t *testing.T) {
 	k := []byte("k")
 	_, _, hit, gen := c.get(k)
 	require.False(t, hit)
-	c.wrote([]op{{key: k, value: []byte("new")}}) // commits while the read runs
+	c.written([]op{{key: k, value: []byte("new")}}, true) // commits while the read runs
 	c.fill(k, []byte("old"), true, gen)
 	_, _, hit, gen = c.get(k)
 	require.False(t, hit, "the stale read was cached")
@@ -22,7 +22,7 @@ func TestRowCacheFillAfterWriteIsDropped(t *testing.T) {
 	require.True(t, hit)
 	require.True(t, found)
 	require.Equal(t, "new", string(v))
-	c.forget([]op{{key: k}})
+	c.written([]op{{key: k}}, false)
 	_, _, hit, _ = c.get(k)
 	require.False(t, hit)
 }

@@ -65,6 +65,13 @@ func (s *storeBase) read(fn func(txn *badger.Txn) error) error {
 
 // write commits ops (see DB.write).
 func (s *storeBase) write(ops ...op) error {
+	return s.writing(func() error { return s.db.write(ops) })
+}
+
+// writing runs fn, a write of the store's rows, under the store's write
+// lock and a reference to the DB, once the store is open and writable;
+// it returns fn's error wrapped with the store's name.
+func (s *storeBase) writing(fn func() error) error {
 	if s.closed.Load() {
 		return statestore.ErrClosed
 	}
@@ -80,7 +87,7 @@ func (s *storeBase) write(ops ...op) error {
 	if s.closed.Load() {
 		return statestore.ErrClosed
 	}
-	return s.wrap(s.db.write(ops))
+	return s.wrap(fn())
 }
 
 // get returns a copy of the value of a row, never nil when found, from

@@ -95,46 +95,33 @@ func (s *windowStore) ScanExpired(cutoff time.Time) (statestore.Iterator, error)
 // expire deletes the index rows below upper and the data rows they name
 // (dataKey maps an index body to its data key), in chunks.
 func (s *storeBase) expire(upper []byte, dataKey func(body []byte) ([]byte, error)) error {
-	if s.closed.Load() {
-		return statestore.ErrClosed
-	}
-	if s.reader {
-		return fmt.Errorf("badgerstore: store %q partition %d: %w", s.name, s.partition, ErrReadOnly)
-	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if err := s.db.acquire(); err != nil {
-		return statestore.ErrClosed
-	}
-	defer s.db.release()
-	if s.closed.Load() {
-		return statestore.ErrClosed
-	}
-	return s.wrap(s.db.bdb.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: s.index})
-		defer it.Close()
-		ops := make([]op, 0, 2*expireChunk)
-		for it.Seek(s.index); it.Valid(); it.Next() {
-			k := it.Item().KeyCopy(nil)
-			if bytes.Compare(k, upper) >= 0 {
-				break
-			}
-			data, err := dataKey(k[len(s.index):])
-			if err != nil {
-				return fmt.Errorf("%w: index row %q: %w", ErrCorrupt, k, err)
-			}
-			// The data row first: a split write never leaves a data row
-			// without its index row.
-			ops = append(ops, op{key: data, del: true}, op{key: k, del: true})
-			if len(ops) >= 2*expireChunk {
-				if err := s.db.write(ops); err != nil {
-					return err
+	return s.writing(func() error {
+		return s.db.bdb.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: s.index})
+			defer it.Close()
+			ops := make([]op, 0, 2*expireChunk)
+			for it.Seek(s.index); it.Valid(); it.Next() {
+				k := it.Item().KeyCopy(nil)
+				if bytes.Compare(k, upper) >= 0 {
+					break
 				}
-				ops = make([]op, 0, 2*expireChunk)
+				data, err := dataKey(k[len(s.index):])
+				if err != nil {
+					return fmt.Errorf("%w: index row %q: %w", ErrCorrupt, k, err)
+				}
+				// The data row first: a split write never leaves a data row
+				// without its index row.
+				ops = append(ops, op{key: data, del: true}, op{key: k, del: true})
+				if len(ops) >= 2*expireChunk {
+					if err := s.db.write(ops); err != nil {
+						return err
+					}
+					ops = make([]op, 0, 2*expireChunk)
+				}
 			}
-		}
-		return s.db.write(ops)
-	}))
+			return s.db.write(ops)
+		})
+	})
 }
 
 // windowIterator walks the data rows of a windowStore.

@@ -191,14 +191,7 @@ func (r *Runtime) restoreGlobal(ctx context.Context, gs *globalState, def *proce
 // global topic every GlobalInterval until ctx ends or a failure it cannot
 // get past.
 func (r *Runtime) runGlobals(ctx context.Context, gs *globalState) {
-	t := time.NewTicker(GlobalInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, GlobalInterval, func() bool {
 		for _, gt := range gs.tables {
 			err := r.pollGlobal(ctx, gs, gt)
 			if err == nil || ctx.Err() != nil {
@@ -208,9 +201,26 @@ func (r *Runtime) runGlobals(ctx context.Context, gs *globalState) {
 				err = fmt.Errorf("runtime: global table %q (topic %q): %w", gt.def.Spec.Name, gt.def.Topic, err)
 				gs.failed.Store(&err)
 				r.log.Error("weir: the global reader stopped", "err", err)
-				return
+				return false
 			}
 			r.log.Warn("weir: reading a global table; trying again", "store", gt.def.Spec.Name, "err", err)
+		}
+		return true
+	})
+}
+
+// every calls tick every interval until ctx ends or tick returns false.
+func every(ctx context.Context, interval time.Duration, tick func() bool) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !tick() {
+			return
 		}
 	}
 }

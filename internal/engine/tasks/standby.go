@@ -354,14 +354,7 @@ func (r *Runtime) replicaConfig() kafka.ReplicaConfig {
 // runStandbys catches up with every replica assigned here (step 3), every
 // StandbyInterval, until ctx ends. Errors are reported and retried.
 func (r *Runtime) runStandbys(ctx context.Context) {
-	tick := time.NewTicker(StandbyInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, StandbyInterval, func() bool {
 		partitions := r.plan.Load().Partitions
 		for sub, st := range r.cfg.Graph.Subtopologies {
 			for _, spec := range st.Stores {
@@ -370,7 +363,7 @@ func (r *Runtime) runStandbys(ctx context.Context) {
 				}
 				for p := int32(0); p < partitions[sub]; p++ {
 					if ctx.Err() != nil {
-						return
+						return false
 					}
 					sp := badgerstore.StorePartition{Store: spec.Name, Partition: p}
 					if !r.standby.follow(sp) {
@@ -392,5 +385,6 @@ func (r *Runtime) runStandbys(ctx context.Context) {
 			}
 		}
 		r.maybeProbe()
-	}
+		return true
+	})
 }
