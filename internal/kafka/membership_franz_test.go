@@ -149,15 +149,7 @@ func TestFranzStaleClaimEndsWhenTheMemberRejoinsAsAnother(t *testing.T) {
 	}
 	// The coordinator removes the member while it joins; the other one
 	// takes the partition, then leaves.
-	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-	defer cancel()
-	leave := kmsg.NewPtrLeaveGroupRequest()
-	leave.Group = group
-	m := kmsg.NewLeaveGroupRequestMember()
-	m.MemberID = old.MemberID
-	leave.Members = append(leave.Members, m)
-	_, err = leave.RequestWith(ctx, admin)
-	require.NoError(t, err)
+	removeMember(t, admin, group, old.MemberID)
 	require.NoError(t, other())
 	close(resume)
 
@@ -248,15 +240,7 @@ func TestFranzClaimStartedDuringARejoinKeepsTheAssignmentsMembership(t *testing.
 	}
 	// The coordinator removes the member while it joins; the other one
 	// takes the partition, then leaves.
-	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-	defer cancel()
-	leave := kmsg.NewPtrLeaveGroupRequest()
-	leave.Group = group
-	m := kmsg.NewLeaveGroupRequestMember()
-	m.MemberID = old.MemberID
-	leave.Members = append(leave.Members, m)
-	_, err = leave.RequestWith(ctx, admin)
-	require.NoError(t, err)
+	removeMember(t, admin, group, old.MemberID)
 	require.NoError(t, other())
 	holdNew.Store(true)
 	close(resume)
@@ -278,4 +262,19 @@ func TestFranzClaimStartedDuringARejoinKeepsTheAssignmentsMembership(t *testing.
 	require.NotEqual(t, old.MemberID, live.MemberID, "the partition's claim did not start again under the new membership")
 	require.Greater(t, live.GenerationID, old.GenerationID)
 	require.Equal(t, old, second.GroupMetadata(), "the claim started during the rejoin took the new membership")
+}
+
+// removeMember has the coordinator remove memberID from group, as a
+// session that expired would.
+func removeMember(t *testing.T, admin *kgo.Client, group, memberID string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	leave := kmsg.NewPtrLeaveGroupRequest()
+	leave.Group = group
+	m := kmsg.NewLeaveGroupRequestMember()
+	m.MemberID = memberID
+	leave.Members = append(leave.Members, m)
+	_, err := leave.RequestWith(ctx, admin)
+	require.NoError(t, err)
 }
