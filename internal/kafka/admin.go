@@ -104,34 +104,14 @@ func (a *Admin) EnsureTopics(ctx context.Context, specs []TopicSpec) error {
 	if err != nil {
 		return err
 	}
+	var missing []TopicSpec
 	for _, s := range specs {
-		if _, ok := existing[s.Name]; ok {
-			continue
+		if _, ok := existing[s.Name]; !ok {
+			missing = append(missing, s)
 		}
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("kafka: ensure topics: %w", err)
-		}
-		detail := &sarama.TopicDetail{
-			NumPartitions:     s.Partitions,
-			ReplicationFactor: s.ReplicationFactor,
-			ConfigEntries:     make(map[string]*string, len(s.Config)),
-		}
-		if detail.ReplicationFactor == 0 {
-			detail.ReplicationFactor = -1 // broker default (KIP-464)
-		}
-		for k, v := range s.Config {
-			detail.ConfigEntries[k] = &v
-		}
-		err := a.retryWhile(ctx, createRetriable, func() error { return a.admin.CreateTopic(s.Name, detail, false) })
-		if errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
-			return fmt.Errorf("kafka: create topic %q: %w (an ACL granting Create on it is needed)", s.Name, err)
-		}
-		if errors.Is(err, sarama.ErrInvalidReplicationFactor) {
-			return fmt.Errorf("kafka: create topic %q: %w (for %v fewer brokers were registered than the replication factor: is it above the cluster's brokers?)", s.Name, err, retryBudget)
-		}
-		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
-			return fmt.Errorf("kafka: create topic %q: %w", s.Name, err)
-		}
+	}
+	if err := a.createTopics(ctx, missing); err != nil {
+		return err
 	}
 	// Wait until every topic is visible with leaders, then compare counts:
 	// a topic created concurrently by someone else is checked the same way.
@@ -152,6 +132,76 @@ func (a *Admin) EnsureTopics(ctx context.Context, specs []TopicSpec) error {
 		if err := Pause(ctx, 50*time.Millisecond); err != nil {
 			return fmt.Errorf("kafka: wait for topics %v: %w", names, err)
 		}
+	}
+}
+
+// createTopics creates specs in one CreateTopics request to the
+// controller, as Kafka Streams creates its internal topics: a topology
+// with hundreds of internal topics starts in one round trip, not hundreds
+// (each of which waits for the controller to commit the topic). A topic
+// that already exists is fine; the ones that failed with an error a retry
+// can cure (createRetriable) are asked for again, the others are errors.
+func (a *Admin) createTopics(ctx context.Context, specs []TopicSpec) error {
+	pending := make(map[string]*sarama.TopicDetail, len(specs))
+	for _, s := range specs {
+		detail := &sarama.TopicDetail{
+			NumPartitions:     s.Partitions,
+			ReplicationFactor: s.ReplicationFactor,
+			ConfigEntries:     make(map[string]*string, len(s.Config)),
+		}
+		if detail.ReplicationFactor == 0 {
+			detail.ReplicationFactor = -1 // broker default (KIP-464)
+		}
+		for k, v := range s.Config {
+			detail.ConfigEntries[k] = &v
+		}
+		pending[s.Name] = detail
+	}
+	var failed string // the topic of the last error
+	err := a.retryWhile(ctx, createRetriable, func() error {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("kafka: ensure topics: %w", err)
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		controller, err := a.client.Controller()
+		if err != nil {
+			return err
+		}
+		conf := a.client.Config()
+		resp, err := controller.CreateTopics(sarama.NewCreateTopicsRequest(conf.Version, pending, conf.Admin.Timeout, false))
+		if err != nil {
+			return err
+		}
+		var retryErr error
+		for name := range pending {
+			topicErr, ok := resp.TopicErrors[name]
+			switch {
+			case !ok:
+				failed, retryErr = name, sarama.ErrIncompleteResponse
+			case errors.Is(topicErr.Err, sarama.ErrNoError), errors.Is(topicErr.Err, sarama.ErrTopicAlreadyExists):
+				delete(pending, name)
+			case createRetriable(topicErr):
+				failed, retryErr = name, topicErr
+			default:
+				failed = name
+				return topicErr
+			}
+		}
+		return retryErr
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sarama.ErrTopicAuthorizationFailed):
+		return fmt.Errorf("kafka: create topic %q: %w (an ACL granting Create on it is needed)", failed, err)
+	case errors.Is(err, sarama.ErrInvalidReplicationFactor):
+		return fmt.Errorf("kafka: create topic %q: %w (for %v fewer brokers were registered than the replication factor: is it above the cluster's brokers?)", failed, err, retryBudget)
+	case failed == "":
+		return fmt.Errorf("kafka: create topics: %w", err)
+	default:
+		return fmt.Errorf("kafka: create topic %q: %w", failed, err)
 	}
 }
 

@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -182,4 +183,51 @@ func TestEnsureTopicsRidesOutABrokerRestart(t *testing.T) {
 	counts, err := a.PartitionCounts(t.Context(), []string{topic})
 	require.NoError(t, err)
 	require.Equal(t, int32(2), counts[topic])
+}
+
+// EnsureTopics creates every missing topic in one CreateTopics request, as
+// Kafka Streams creates its internal topics — a topology with hundreds of
+// them starts in one round trip to the controller, not one per topic —
+// and asks again only for the topics a retry can cure.
+func TestEnsureTopicsCreatesInOneRequest(t *testing.T) {
+	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
+	a, err := kafka.NewAdmin(env.Config())
+	require.NoError(t, err)
+	defer a.Close()
+	base := kafkatest.Topic(t)
+	var specs []kafka.TopicSpec
+	for i := range 40 {
+		specs = append(specs, kafka.TopicSpec{Name: fmt.Sprintf("%s-%d", base, i), Partitions: 2})
+	}
+	var mu sync.Mutex
+	var asked [][]string // the topics of each CreateTopics request, in order
+	env.Cluster().ControlKey(kmsg.CreateTopics.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		var names []string
+		for _, rt := range req.(*kmsg.CreateTopicsRequest).Topics {
+			names = append(names, rt.Topic)
+		}
+		mu.Lock()
+		asked = append(asked, names)
+		mu.Unlock()
+		return nil, nil, false // observed, handled by the cluster
+	})
+	flaky := specs[7].Name // refused for a while, as while a broker restarts
+	f := env.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.CreateTopics}, Topic: flaky, Err: kerr.InvalidReplicationFactor, Count: 2})
+	defer f.Remove()
+
+	require.NoError(t, a.EnsureTopics(t.Context(), specs))
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	counts, err := a.PartitionCounts(t.Context(), names)
+	require.NoError(t, err)
+	require.Len(t, counts, len(specs))
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, asked, 3, "one request for every topic, then one per refusal of the flaky one")
+	require.ElementsMatch(t, names, asked[0])
+	require.Equal(t, []string{flaky}, asked[1])
+	require.Equal(t, []string{flaky}, asked[2])
 }
