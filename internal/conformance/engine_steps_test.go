@@ -81,6 +81,7 @@ func TestContinuousEngineStepByStep(t *testing.T) {
 		appID := kafkatest.GroupID(t)
 		b := topology.NewBuilder()
 		decoders := make([]conformance.Decoder, len(scripts))
+		var names []string // every script's input and output topics
 		for i, s := range scripts {
 			prefix := fmt.Sprintf("%s-%d-", base, i)
 			decoders[i], err = conformance.Build(b, s, prefix)
@@ -93,9 +94,10 @@ func TestContinuousEngineStepByStep(t *testing.T) {
 				topics[topicOf(in)] = true
 			}
 			for topic := range topics {
-				kafkatest.CreateTopic(t, env, prefix+topic, 1)
+				names = append(names, prefix+topic)
 			}
 		}
+		kafkatest.CreateTopics(t, env, names, 1)
 		topo, err := b.Build()
 		require.NoError(t, err)
 		var sources []string // every topic the application reads, resolved
@@ -178,8 +180,10 @@ func TestContinuousEngineStepByStep(t *testing.T) {
 				}
 			}
 			kafkatest.Produce(t, env, recs...)
+			stepStart := time.Now()
 			require.Eventually(t, func() bool { return caughtUp(t, ctx, cl, env, appID, sources) },
 				time.Minute, 20*time.Millisecond, "step %d: the application never committed every input", step)
+			t.Logf("step %d: caught up in %v", step, time.Since(stepStart))
 			// A global table's records are read by the global reader, not
 			// the group: wait until they are in its store.
 			require.Eventually(t, func() bool { return app.Stats().GlobalRead >= globalRecords-globalBase },
@@ -207,7 +211,7 @@ func TestContinuousEngineStepByStep(t *testing.T) {
 }
 
 // caughtUp reports whether group has committed the end offset of partition
-// 0 of every topic.
+// 0 of every topic, asking cl.
 func caughtUp(t *testing.T, ctx context.Context, cl *kgo.Client, env *kafkatest.Env, group string, topics []string) bool {
 	t.Helper()
 	req := kmsg.NewPtrOffsetFetchRequest()
@@ -226,16 +230,35 @@ func caughtUp(t *testing.T, ctx context.Context, cl *kgo.Client, env *kafkatest.
 			}
 		}
 	}
+	// One ListOffsets for every topic's partition 0 (kgo sends each
+	// partition to its leader): the end offsets to compare with.
+	lo := kmsg.NewPtrListOffsetsRequest()
 	for _, topic := range topics {
-		ends, err := kafkatest.EndOffsets(ctx, env.Brokers, topic, false)
-		if err != nil {
-			return false
-		}
-		if end := ends[0]; end > 0 && committed[topic] < end {
-			return false
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition = 0
+		rp.Timestamp = -1 // the end
+		rt.Partitions = append(rt.Partitions, rp)
+		lo.Topics = append(lo.Topics, rt)
+	}
+	ends, err := lo.RequestWith(ctx, cl)
+	if err != nil {
+		return false
+	}
+	found := 0
+	for _, rt := range ends.Topics {
+		for _, p := range rt.Partitions {
+			if p.ErrorCode != 0 {
+				return false
+			}
+			if p.Offset > 0 && committed[rt.Topic] < p.Offset {
+				return false
+			}
+			found++
 		}
 	}
-	return true
+	return found == len(topics)
 }
 
 // topicOf is the input's topic, "in" by default.
