@@ -191,8 +191,8 @@ func awaitTopics(ctx context.Context, topics []string, sets [][]string, ask func
 }
 
 // unknownTopicWait bounds awaitTopics' wait for a topic that the brokers
-// asked do not know.
-const unknownTopicWait = 10 * time.Second
+// asked do not know. A variable for the tests.
+var unknownTopicWait = 10 * time.Second
 
 // checkCoPartitioned verifies that the topics of each set have the same
 // partition count.

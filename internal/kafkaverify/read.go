@@ -83,6 +83,15 @@ func topicMetadata(ctx context.Context, cl *kgo.Client, topic string) (kmsg.Meta
 // fetch next, so reading stops when that offset reaches the stable end even
 // if the last offsets hold only transaction markers.
 func ReadCommitted(ctx context.Context, cl *kgo.Client, topic string) (map[int32][]kafka.Record, error) {
+	return ReadCommittedWithin(ctx, cl, topic, stableWait)
+}
+
+// ReadCommittedWithin is ReadCommitted waiting at most settle for the
+// transactions open when it is called to end (stableEnd). A broker that
+// writes a transaction's markers before it answers EndTxn (kfake) needs
+// none: its last stable offset is exact at once, and a read with a
+// transaction deliberately left open does not wait for it.
+func ReadCommittedWithin(ctx context.Context, cl *kgo.Client, topic string, settle time.Duration) (map[int32][]kafka.Record, error) {
 	tm, err := topicMetadata(ctx, cl, topic)
 	if err != nil {
 		return nil, err
@@ -91,7 +100,7 @@ func ReadCommitted(ctx context.Context, cl *kgo.Client, topic string) (map[int32
 	if err != nil {
 		return nil, err
 	}
-	end, err := stableEnd(ctx, cl, topic, tm.Partitions)
+	end, err := stableEnd(ctx, cl, topic, tm.Partitions, settle)
 	if err != nil {
 		return nil, err
 	}
@@ -106,21 +115,21 @@ func ReadCommitted(ctx context.Context, cl *kgo.Client, topic string) (map[int32
 	return out, nil
 }
 
-// stableWait is how long stableEnd waits for transactions to settle.
+// stableWait is how long ReadCommitted waits for transactions to settle.
 const stableWait = 5 * time.Second
 
 // stableEnd returns the last stable offset of every partition once it has
 // reached the high watermark of the moment it was called, or after
-// stableWait. A transaction whose EndTxn has returned is not readable at
+// settle. A transaction whose EndTxn has returned is not readable at
 // once: Kafka writes its markers afterwards, so a read right after an
 // application's last commit would miss that commit's records. One still
 // open after stableWait is left out, as by any read_committed consumer.
-func stableEnd(ctx context.Context, cl *kgo.Client, topic string, parts []kmsg.MetadataResponseTopicPartition) (map[int32]int64, error) {
+func stableEnd(ctx context.Context, cl *kgo.Client, topic string, parts []kmsg.MetadataResponseTopicPartition, settle time.Duration) (map[int32]int64, error) {
 	high, err := listOffsets(ctx, cl, topic, parts, -1, 0)
 	if err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(stableWait)
+	deadline := time.Now().Add(settle)
 	for {
 		stable, err := listOffsets(ctx, cl, topic, parts, -1, 1)
 		if err != nil {

@@ -15,7 +15,6 @@ import (
 	"github.com/weirstream/weir/internal/engine/tasks/taskstest"
 	"github.com/weirstream/weir/internal/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/internal/kafkatest/kfakehook"
 	"github.com/weirstream/weir/internal/third_party/kfake"
 	"github.com/weirstream/weir/offsets"
 	"github.com/weirstream/weir/serde"
@@ -26,20 +25,20 @@ import (
 type eoHarness struct {
 	t       *testing.T
 	e       *Engine
-	brokers []string
+	env     *kafkatest.Env
 	in, out string
 	group   string
 }
 
-// newEOHarness starts the engine on the brokers, whose topics in and out
+// newEOHarness starts the engine on env, whose topics in and out
 // (one partition each) exist; hooks are the runtime's.
-func newEOHarness(t *testing.T, brokers []string, in, out, appID string, hooks tasks.Hooks) *eoHarness {
+func newEOHarness(t *testing.T, env *kafkatest.Env, in, out, appID string, hooks tasks.Hooks) *eoHarness {
 	t.Helper()
 	ctx := t.Context()
 	topo, err := taskstest.Counting(in, out).Build()
 	require.NoError(t, err)
 	rt, err := tasks.New(tasks.Config{
-		ApplicationID: appID, Graph: topo.Graph(), Kafka: kafka.Config{Brokers: brokers},
+		ApplicationID: appID, Graph: topo.Graph(), Kafka: env.Config(),
 		Logger: slog.New(slog.DiscardHandler), Clock: time.Now, StateDir: t.TempDir(), Hooks: hooks,
 	})
 	require.NoError(t, err)
@@ -48,7 +47,7 @@ func newEOHarness(t *testing.T, brokers []string, in, out, appID string, hooks t
 	require.NoError(t, err)
 	require.NoError(t, rt.Prepare(ctx))
 	t.Cleanup(func() { _ = rt.Close() })
-	return &eoHarness{t: t, e: e, brokers: brokers, in: in, out: out, group: appID}
+	return &eoHarness{t: t, e: e, env: env, in: in, out: out, group: appID}
 }
 
 // eoClaim is a fakeClaim of partition 0 of a topic, whose transactional
@@ -94,10 +93,8 @@ func (h *eoHarness) endEpoch(c *eoClaim) {
 
 // committed returns the counts a read_committed reader sees in out.
 func (h *eoHarness) committed() []int64 {
-	recs, err := kafkatest.ReadStable(h.t.Context(), h.brokers, h.out)
-	require.NoError(h.t, err)
 	var counts []int64
-	for _, r := range recs[0] {
+	for _, r := range kafkatest.ReadCommittedPartitions(h.t, h.env, h.out)[0] {
 		n, err := serde.Int64().Deserialize(h.out, r.Value)
 		require.NoError(h.t, err)
 		counts = append(counts, n)
@@ -122,17 +119,15 @@ func (h *eoHarness) committedEventually(n int) []int64 {
 // holdEndTxn makes the kfake transaction coordinator answer every EndTxn
 // with a retriable error: the commit waits, retrying, until the fault is
 // removed.
-func holdEndTxn(b *embedded.Broker) *kfake.FaultHandle {
-	return kfakehook.Cluster(b).Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.ConcurrentTransactions, Count: -1})
+func holdEndTxn(env *kafkatest.Env) *kfake.FaultHandle {
+	return env.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.ConcurrentTransactions, Count: -1})
 }
 
 // eoKfake starts an embedded broker with the topics in and out and a
 // harness on it.
-func eoKfake(t *testing.T) (*eoHarness, *embedded.Broker) {
-	b, err := embedded.Start(t.Context(), embedded.Options{Topics: map[string]int32{"in": 1, "out": 1}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = b.Close() })
-	return newEOHarness(t, b.Addrs(), "in", "out", "eo-behind", tasks.Hooks{}), b
+func eoKfake(t *testing.T) (*eoHarness, *kafkatest.Env) {
+	env := kafkatest.Kfake(t, embedded.Options{Topics: map[string]int32{"in": 1, "out": 1}})
+	return newEOHarness(t, env, "in", "out", "eo-behind", tasks.Hooks{}), env
 }
 
 // An exactly-once epoch end releases the barrier once the epoch is cut,
@@ -157,7 +152,7 @@ func TestExactlyOnceEpochCommitsBehind(t *testing.T) {
 				<-gate
 			}
 		}}
-		h := newEOHarness(t, env.Config().Brokers, in, out, kafkatest.GroupID(t), hooks)
+		h := newEOHarness(t, env, in, out, kafkatest.GroupID(t), hooks)
 		c, claimed := h.claim()
 		h.process(c, 0) // a=1
 
@@ -194,7 +189,7 @@ func TestExactlyOnceEpochCommitsBehind(t *testing.T) {
 // the records processed again from the committed offsets give exact
 // counts.
 func TestExactlyOnceAbortBehindDropsTheHeldRecords(t *testing.T) {
-	h, b := eoKfake(t)
+	h, env := eoKfake(t)
 	e := h.e
 	c, claimed := h.claim()
 	h.process(c, 0) // a=1
@@ -203,11 +198,11 @@ func TestExactlyOnceAbortBehindDropsTheHeldRecords(t *testing.T) {
 	require.Equal(t, []int64{1}, h.committed())
 
 	h.process(c, 1) // a=2
-	hold := holdEndTxn(b)
+	hold := holdEndTxn(env)
 	h.endEpoch(c)
 	h.process(c, 2) // a=3, held
 	// The coordinator fences the producer at the end of epoch 2's commit.
-	kfakehook.Cluster(b).Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.ProducerFenced})
+	env.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.ProducerFenced})
 	hold.Remove()
 	require.NoError(t, settle(t.Context(), e)) // rewinds
 	require.NoError(t, <-claimed, "the rewound claim returns")
