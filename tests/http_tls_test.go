@@ -178,6 +178,7 @@ func requirePlainHTTPRefused(t *testing.T, addr string) {
 // trusts the CA gets every key from either instance, forwarded between
 // them over TLS; one that does not trust it, and plain HTTP, are refused.
 func TestHTTPServesTLS(t *testing.T) {
+	t.Parallel() // mostly waits (group joins, timeouts): beside the other tests that do
 	ca := newTestCA(t, "weir-test-http-ca")
 	inst := ca.issue(t, "weir-instance", x509.ExtKeyUsageServerAuth)
 	server := &tls.Config{Certificates: []tls.Certificate{inst}, RootCAs: ca.pool, MinVersion: tls.VersionTLS12}
@@ -197,6 +198,7 @@ func TestHTTPServesTLS(t *testing.T) {
 // 401 without the token and 403 for a certificate it does not admit, on
 // every endpoint, before any store is read; plain HTTP is refused.
 func TestHTTPServesMutualTLSAndAuthenticates(t *testing.T) {
+	t.Parallel() // mostly waits (group joins, timeouts): beside the other tests that do
 	ca := newTestCA(t, "weir-test-http-ca")
 	inst := ca.issue(t, "weir-instance", x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
 	reader := ca.issue(t, "reader", x509.ExtKeyUsageClientAuth)

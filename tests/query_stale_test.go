@@ -26,6 +26,7 @@ type staleReply struct {
 // only the owner answers. A malformed maxLag is a 400. Every reply is
 // counted in weir_query_requests_total.
 func TestQueryMaxLagServesStandbys(t *testing.T) {
+	t.Parallel() // mostly waits (group joins, timeouts): beside the other tests that do
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
 		kafkatest.CreateTopic(t, env, in, 4)

@@ -21,6 +21,7 @@ import (
 // switch is raced on purpose by internal/engine/tasks'
 // TestQueryCopyWhileExactlyOnceIsSwitchedOn.
 func TestQueriesWhileStartingDoNotRace(t *testing.T) {
+	t.Parallel() // mostly waits (group joins, timeouts): beside the other tests that do
 	for _, g := range []weir.Guarantee{weir.AtLeastOnce, weir.ExactlyOnce} {
 		t.Run(g.String(), func(t *testing.T) {
 			kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {

@@ -114,6 +114,7 @@ func answersEverywhere(t *testing.T, addrs []string, want map[string]int64) bool
 // from the instance that runs the key's partition, forwarded when that is
 // another. Unknown stores and keys are 404, malformed requests 400.
 func TestQueriesAnswerTheSameOnEveryInstance(t *testing.T) {
+	t.Parallel() // mostly waits (group joins, timeouts): beside the other tests that do
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
 		kafkatest.CreateTopic(t, env, in, 6)
@@ -396,6 +397,7 @@ func finalCounts(t *testing.T, env *kafkatest.Env, topic string) map[string]int6
 // Micro-batch mode serves the same queries: state committed batch by
 // batch, forwarded to the owner, and /progress holds the batch reports.
 func TestQueriesInMicroBatchMode(t *testing.T) {
+	t.Parallel() // mostly waits (group joins, timeouts): beside the other tests that do
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		in, out := kafkatest.Topic(t), kafkatest.Topic(t)
 		kafkatest.CreateTopic(t, env, in, 4)

@@ -51,6 +51,7 @@ func readyz(t *testing.T, addr string) (int, map[string]any) {
 // Running again, and a stop makes it Stopped: /readyz never answers
 // {"ready": true} while epochs abort.
 func TestStateWhileEveryEpochAborts(t *testing.T) {
+	t.Parallel() // mostly waits (group joins, timeouts): beside the other tests that do
 	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
 	in, out := kafkatest.Topic(t), kafkatest.Topic(t)
 	kafkatest.CreateTopic(t, env, in, 2)

@@ -20,6 +20,7 @@ import (
 // answers as-of queries from the table's history and lets out the stream
 // records the first instance held.
 func TestVersionedTableAndGraceBufferRestore(t *testing.T) {
+	t.Parallel() // mostly waits (group joins, timeouts): beside the other tests that do
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		prices, orders, out := kafkatest.Topic(t), kafkatest.Topic(t), kafkatest.Topic(t)
 		for _, topic := range []string{prices, orders, out} {

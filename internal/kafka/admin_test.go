@@ -169,6 +169,7 @@ func TestAdminAsksAgainWhenTheControllerIsDown(t *testing.T) {
 // is down does not exit ("Replication-factor is invalid ... only 2
 // broker(s) are registered").
 func TestEnsureTopicsRidesOutABrokerRestart(t *testing.T) {
+	t.Parallel() // mostly waits (group joins, timeouts): beside the other tests that do
 	env := kafkatest.Kfake(t, kafkatest.KfakeOptions())
 	a, err := kafka.NewAdmin(env.Config())
 	require.NoError(t, err)

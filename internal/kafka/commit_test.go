@@ -88,6 +88,7 @@ func joinGroup(t *testing.T, cl *kgo.Client, group, member string) (string, int3
 // partitions move to another instance at that rebalance, and the other
 // instance would process the batch again.
 func TestCommitRetriesAGenerationTheSessionHasNotReachedYet(t *testing.T) {
+	t.Parallel() // mostly waits (group joins, timeouts): beside the other tests that do
 	b, err := embedded.Start(t.Context(), embedded.Options{Topics: map[string]int32{"in": 1}})
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 // session the coordinator keeps for it — and its claim runs on, with no
 // new assignment.
 func TestFranzMemberKeepsPartitionsWhileCoordinatorMoves(t *testing.T) {
+	t.Parallel() // mostly waits (group joins, timeouts): beside the other tests that do
 	env := kafkatest.Kfake(t, embeddedDefaults)
 	topic, group := kafkatest.Topic(t), kafkatest.GroupID(t)
 	kafkatest.CreateTopic(t, env, topic, 1)
