@@ -21,6 +21,7 @@ import (
 // in that proxy makes the broker unreachable for that client only, healing
 // restores it, and a degraded route delays its answers.
 func TestNetProxy(t *testing.T) {
+	t.Parallel() // mostly waits: beside the other tests that do
 	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(3, "t"))
 	require.NoError(t, err)
 	defer c.Close()
@@ -133,6 +134,7 @@ func sortedValues(m map[int32]string) []string {
 // A lost frame waits retransmission timeouts: with loss 1 every frame
 // waits the longest chain (200, 400, 800 and 1,600 ms), with loss 0 none.
 func TestRouteLoss(t *testing.T) {
+	t.Parallel() // mostly waits: beside the other tests that do
 	p := &netProxy{routes: map[string]*route{}}
 	r, err := p.route("127.0.0.1:1", 1)
 	require.NoError(t, err)

@@ -67,6 +67,7 @@ func routeQuery(t *testing.T, s *server, path string, bound int64) (int, apiErro
 // waits for that (up to RebalanceWait) instead of answering 503
 // unreachable after one more read of the group.
 func TestElsewhereWaitsForAnUnreachableOwnerToBeReplaced(t *testing.T) {
+	t.Parallel() // mostly waits: beside the other tests that do
 	var served atomic.Int32
 	next := answering("active", &served)
 	defer next.Close()
@@ -99,6 +100,7 @@ func TestElsewhereWaitsForAnUnreachableOwnerToBeReplaced(t *testing.T) {
 // A query with maxLag whose owner cannot answer asks the other
 // instances, which answer from their copies; one without maxLag does not.
 func TestElsewhereAsksOtherCopiesWithMaxLag(t *testing.T) {
+	t.Parallel() // mostly waits: beside the other tests that do
 	var served atomic.Int32
 	standby := answering("standby", &served)
 	defer standby.Close()
@@ -127,6 +129,7 @@ func TestElsewhereAsksOtherCopiesWithMaxLag(t *testing.T) {
 // member, which does not run the partition yet) is named as such, not as a
 // partition moving.
 func TestElsewhereNamesAnOwnerReplacedAtItsAddress(t *testing.T) {
+	t.Parallel() // mostly waits: beside the other tests that do
 	restarted := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusMisdirectedRequest, apiError{Error: "query: does not run partition 0"})
 	}))
@@ -149,6 +152,7 @@ func TestElsewhereNamesAnOwnerReplacedAtItsAddress(t *testing.T) {
 // ?wait= sets how long a query waits for an owner: an owner replaced after
 // 2 s answers a query that waits 3 s, not one that waits the default.
 func TestElsewhereWaitsAsLongAsTheQueryAsks(t *testing.T) {
+	t.Parallel() // mostly waits: beside the other tests that do
 	var served atomic.Int32
 	next := answering("active", &served)
 	defer next.Close()
