@@ -169,6 +169,7 @@ func describeMembers(t *testing.T, cl *kgo.Client, group string) (string, []stri
 // request timeout, and a group whose members' joins all outlasted their
 // session timeouts never formed.
 func TestPatchMemberAwaitingJoinIsKeptAlive(t *testing.T) {
+	t.Parallel() // waits out session and rebalance timeouts: beside the others
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		group := kafkatest.GroupID(t)
 		a := newRawMember(t, env, group, time.Second, 10*time.Second)
@@ -223,6 +224,7 @@ func TestPatchMemberAwaitingJoinIsKeptAlive(t *testing.T) {
 // timer at all and stayed in the stable group for good, holding its
 // partitions.
 func TestPatchDeadJoinerExpires(t *testing.T) {
+	t.Parallel() // waits out session and rebalance timeouts: beside the others
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		// Whether kfake sees the dead connection when it answers is a race (a
 		// reply may still fit in the connection's buffer, and then the member
@@ -436,6 +438,7 @@ func TestPatchLeaveDuringSyncDoesNotHoldTheNextJoin(t *testing.T) {
 // restarting faster than the rebalance timeout kept the group from ever
 // forming.
 func TestPatchJoinsDoNotMoveTheJoinDeadline(t *testing.T) {
+	t.Parallel() // waits out session and rebalance timeouts: beside the others
 	kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
 		group := kafkatest.GroupID(t)
 		const rebalance = 3 * time.Second
