@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"syscall"
 	"testing"
@@ -8,7 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weirstream/weir/exactlyonce"
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/txn"
 )
 
 // Two instances under exactly-once; one is killed with SIGKILL mid-epoch,
@@ -117,4 +120,66 @@ func TestStalledMemberFencedBySurvivorRewinds(t *testing.T) {
 		a.stop(t)
 		b.stop(t)
 	})
+}
+
+// A live member's transactional id is fenced while it keeps its tasks,
+// as a survivor's fence lands on a member that was expelled and has
+// already rejoined with the same id (a late fence), or on one that only
+// seemed to leave: nothing about the group changes, only the producer's
+// epoch. Each fence aborts the transaction the member has open; the
+// member's next produce, offsets or EndTxn fails as fenced, it
+// re-creates its producer, rewinds to the committed offsets and redoes
+// the work, in both modes. A read_committed reader sees each count once.
+func TestLiveMemberFencedWhileKeepingItsTasks(t *testing.T) {
+	kafkatest.Long(t)
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	if raceEnabled {
+		t.Skip("sarama's own data race on failed transactional batches (see TestStalledMemberIsFenced)")
+	}
+	for _, mode := range []string{"continuous", "micro-batch"} {
+		t.Run(mode, func(t *testing.T) {
+			kafkatest.Run(t, func(t *testing.T, env *kafkatest.Env) {
+				in, out := kafkatest.Topic(t), kafkatest.Topic(t)
+				kafkatest.CreateTopic(t, env, in, 4)
+				kafkatest.CreateTopic(t, env, out, 4)
+				appID := kafkatest.GroupID(t)
+				vocab := []string{"ash", "elm", "fir", "oak", "yew", "box", "bay"}
+				want := map[string]int64{}
+				dirA, dirB := t.TempDir(), t.TempDir()
+				a := startChild(t, env, mode, appID, in, out, dirA)
+				b := startChild(t, env, mode, appID, in, out, dirB)
+				produceLines(t, env, in, 0, 100, vocab, want)
+				waitForCounts(t, env, out, want)
+				time.Sleep(6 * time.Second) // both members run tasks
+
+				var ids []string
+				for _, dir := range []string{dirA, dirB} {
+					id, err := exactlyonce.LoadOrCreateInstanceID(dir)
+					require.NoError(t, err)
+					ids = append(ids, appID+"-"+id)
+				}
+				fences := 0
+				for i := range 40 {
+					produceLines(t, env, in, 100+10*i, 10, vocab, want)
+					if i%4 == 1 {
+						id := ids[(i/4)%2]
+						ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+						require.NoError(t, txn.Fence(ctx, txn.Config{Kafka: env.Config(), TransactionalID: id,
+							SessionTimeout: 3 * time.Second, Logger: testLogger()}))
+						cancel()
+						fences++
+					}
+					time.Sleep(150 * time.Millisecond)
+				}
+				t.Logf("%s: fenced the members' transactional ids %d times", env.Name, fences)
+				requireExact(t, want, waitForCounts(t, env, out, want))
+				time.Sleep(2 * time.Second) // time for a late commit to land if it could
+				requireExact(t, want, countsSeen(t, env, out))
+				a.stop(t)
+				b.stop(t)
+			})
+		})
+	}
 }
