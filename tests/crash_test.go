@@ -45,6 +45,9 @@ func TestCrashChild(t *testing.T) {
 	if d, err := time.ParseDuration(env("EPOCH")); err == nil {
 		opts = append(opts, weir.WithEpochInterval(d))
 	}
+	if d, err := time.ParseDuration(env("SESSION")); err == nil {
+		opts = append(opts, weir.WithSessionTimeout(d))
+	}
 	if n, err := strconv.Atoi(env("STANDBYS")); err == nil {
 		opts = append(opts, weir.WithStandbyReplicas(n))
 	}

@@ -100,9 +100,11 @@ func (s *copartitionStrategy) SupportedProtocols() []sarama.RebalanceProtocol {
 func (s *copartitionStrategy) Plan(members map[string]sarama.ConsumerGroupMemberMetadata, topics map[string][]int32) (sarama.BalanceStrategyPlan, error) {
 	in := make(map[string]planMember, len(members))
 	peers := make(map[string][]byte, len(members))
+	txnIDs := make([]string, 0, len(members))
 	for id, meta := range members {
 		sub := decodeSubscription(meta.UserData)
 		peers[id] = sub.memberData
+		txnIDs = append(txnIDs, sub.txnID)
 		pm := newPlanMember(meta.Topics, len(meta.OwnedPartitions), sub, meta.Version, meta.GenerationID)
 		for _, op := range meta.OwnedPartitions {
 			if op != nil {
@@ -116,9 +118,10 @@ func (s *copartitionStrategy) Plan(members map[string]sarama.ConsumerGroupMember
 		enc = nil // a group too large: the addresses come from subscriptions only
 	}
 	a := computeAssignment(s.sets, in, topics, s.replicas.settings())
+	txnIDs = txnIDsOf(txnIDs, len(members))
 	assigned := make(map[string][]byte, len(members))
 	for id := range members {
-		assigned[id] = encodeAssignment(enc, a.standby[id], a.warmup[id])
+		assigned[id] = encodeAssignment(enc, a.standby[id], a.warmup[id], txnIDs...)
 		if s.log != nil {
 			s.log.Debug("weir: assignor plan", "member", id, "settings", fmt.Sprintf("%+v", s.replicas.settings()), "owned", in[id].owned, "lags", in[id].lags,
 				"assigned", a.plan[id], "standby", a.standby[id], "warmup", a.warmup[id])
@@ -153,7 +156,7 @@ func (s *copartitionStrategy) AssignmentData(member string, _ map[string][]int32
 
 // SubscriptionUserData implements sarama.SubscriptionUserDataBalanceStrategy.
 func (s *copartitionStrategy) SubscriptionUserData([]string) ([]byte, error) {
-	sub := subscription{generation: s.generation.Load(), memberData: s.memberData}
+	sub := subscription{generation: s.generation.Load(), memberData: s.memberData, txnID: s.replicas.Departures.TransactionalID}
 	if s.replicas.Lags != nil {
 		sub.lags = s.replicas.Lags()
 	}
@@ -165,13 +168,14 @@ func (s *copartitionStrategy) SubscriptionUserData([]string) ([]byte, error) {
 
 // OnAssignment implements sarama.OnAssignmentBalanceStrategy.
 func (s *copartitionStrategy) OnAssignment(as *sarama.ConsumerGroupMemberAssignment, generationID int32) {
+	var a memberAssignment
+	if as != nil {
+		a = decodeAssignment(as.UserData)
+	}
 	if s.replicas.OnAssigned != nil {
-		var a memberAssignment
-		if as != nil {
-			a = decodeAssignment(as.UserData)
-		}
 		s.replicas.OnAssigned(a.standby, a.warmup)
 	}
+	s.replicas.Departures.members(a.txnIDs)
 	s.generation.Store(generationID)
 	if s.onAssign != nil {
 		s.onAssign(generationID)

@@ -54,7 +54,7 @@ func (b *franzBalancer) JoinGroupMetadata(topics []string, current map[string][]
 	meta := kmsg.NewConsumerMemberMetadata()
 	meta.Version = 2
 	meta.Topics = topics
-	sub := subscription{generation: generation, memberData: b.memberData}
+	sub := subscription{generation: generation, memberData: b.memberData, txnID: b.replicas.Departures.TransactionalID}
 	if b.replicas.Lags != nil {
 		sub.lags = b.replicas.Lags()
 	}
@@ -80,14 +80,15 @@ func (b *franzBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int
 	if err != nil {
 		return nil, err
 	}
+	var as kmsg.ConsumerMemberAssignment
+	var a memberAssignment
+	if len(assignment) > 0 && as.ReadFrom(assignment) == nil {
+		a = decodeAssignment(as.UserData)
+	}
 	if b.replicas.OnAssigned != nil {
-		var as kmsg.ConsumerMemberAssignment
-		var a memberAssignment
-		if len(assignment) > 0 && as.ReadFrom(assignment) == nil {
-			a = decodeAssignment(as.UserData)
-		}
 		b.replicas.OnAssigned(a.standby, a.warmup)
 	}
+	b.replicas.Departures.members(a.txnIDs)
 	return parts, nil
 }
 
@@ -114,6 +115,7 @@ func (b *franzBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (
 		}
 		mb.in[m.MemberID] = pm
 		mb.peers[m.MemberID] = sub.memberData
+		mb.txnIDs = append(mb.txnIDs, sub.txnID)
 		mb.order = append(mb.order, m.MemberID)
 	}
 	return mb, topics, nil
@@ -125,6 +127,8 @@ type franzMemberBalancer struct {
 	in    map[string]planMember
 	peers map[string][]byte
 	order []string
+	// txnIDs are the members' transactional ids (txnIDsOf sorts them).
+	txnIDs []string
 }
 
 // Balance implements kgo.GroupMemberBalancer: computePlan over every
@@ -144,9 +148,10 @@ func (mb *franzMemberBalancer) Balance(topics map[string]int32) kgo.IntoSyncAssi
 	}
 	settings := mb.b.replicas.settings()
 	a := computeAssignment(mb.b.sets, mb.in, parts, settings)
+	txnIDs := txnIDsOf(mb.txnIDs, len(mb.order))
 	data := make(map[string][]byte, len(mb.order))
 	for _, id := range mb.order {
-		data[id] = encodeAssignment(peers, a.standby[id], a.warmup[id])
+		data[id] = encodeAssignment(peers, a.standby[id], a.warmup[id], txnIDs...)
 		if mb.b.log != nil {
 			mb.b.log.Debug("weir: assignor plan", "member", id, "settings", fmt.Sprintf("%+v", settings), "owned", mb.in[id].owned,
 				"lags", mb.in[id].lags, "assigned", a.plan[id], "standby", a.standby[id], "warmup", a.warmup[id])

@@ -260,6 +260,8 @@ type ReplicaConfig struct {
 	// OnAssigned, if set, receives the standby and warm-up tasks of each
 	// assignment this member receives (none: nil slices).
 	OnAssigned func(standby, warmup []TaskID)
+	// Departures exchanges the members' transactional ids (departed.go).
+	Departures Departures
 	// Probe, when it delivers, makes this member rejoin the group, which
 	// starts a rebalance (the probing rebalance of a member whose warm-ups
 	// caught up). Partitions it owns are released and claimed again.

@@ -17,14 +17,19 @@ import (
 // — and, when the member runs stateful tasks, their sizes (uvarint count,
 // then per task, sorted: the task as above and the uvarint sum of its
 // stores' changelog offsets). Decoders that stop after the lags ignore
-// the sizes. Version 1 (generation and member data to the end, no lags)
+// the sizes. A member under exactly-once then appends its transactional
+// id (uvarint length and bytes; the sizes' count, 0 for none, is written
+// before it). Version 1 (generation and member data to the end, no lags)
 // still decodes.
 //
 // Assignment, version 2: version byte, the peers (uvarint length, then
 // encodePeers' bytes, empty for none), then the member's standby
 // tasks and its warm-up tasks (each a uvarint count, then per task its
 // topic and partition as above) — Kafka Streams' AssignmentInfo standby
-// tasks, warm-ups among them. Version 1 (peers to the end) still decodes.
+// tasks, warm-ups among them — and, when any member of the generation has
+// a transactional id, those ids (uvarint count, then each as uvarint
+// length and bytes, sorted; departed.go). Version 1 (peers to the end)
+// still decodes.
 
 // subscriptionVersion2 prefixes subscription user data with lags.
 const subscriptionVersion2 = 2
@@ -40,6 +45,9 @@ type subscription struct {
 	// a member holding none of the task's state would restore (the sum of
 	// its stores' changelog offsets; Kafka Streams' end offset sums).
 	sizes map[TaskID]int64
+	// txnID is the member's transactional id under exactly-once ("":
+	// none).
+	txnID string
 }
 
 // encodeSubscription encodes s as version 2.
@@ -50,8 +58,12 @@ func encodeSubscription(s subscription) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s.memberData)))
 	b = append(b, s.memberData...)
 	b = appendTaskCounts(b, s.lags)
-	if len(s.sizes) > 0 {
+	if len(s.sizes) > 0 || s.txnID != "" {
 		b = appendTaskCounts(b, s.sizes)
+	}
+	if s.txnID != "" {
+		b = binary.AppendUvarint(b, uint64(len(s.txnID)))
+		b = append(b, s.txnID...)
 	}
 	return b
 }
@@ -112,6 +124,9 @@ func decodeSubscription(b []byte) subscription {
 	if r.ok && len(r.b) > 0 {
 		s.sizes = r.taskCounts()
 	}
+	if r.ok && len(r.b) > 0 {
+		s.txnID = string(r.bytes())
+	}
 	if !r.ok {
 		return unknown
 	}
@@ -130,13 +145,17 @@ type memberAssignment struct {
 	// caught up without running them.
 	standby []TaskID
 	warmup  []TaskID
+	// txnIDs are the transactional ids of the generation's members,
+	// sorted (departed.go).
+	txnIDs []string
 }
 
 // encodeAssignment encodes a member's assignment data as version 2;
-// peers are the bytes of encodePeers (nil: none). With nothing to carry
+// peers are the bytes of encodePeers (nil: none), txnIDs the
+// generation's transactional ids (txnIDsOf). With nothing to carry
 // it returns nil.
-func encodeAssignment(peers []byte, standby, warmup []TaskID) []byte {
-	if len(peers) == 0 && len(standby) == 0 && len(warmup) == 0 {
+func encodeAssignment(peers []byte, standby, warmup []TaskID, txnIDs ...string) []byte {
+	if len(peers) == 0 && len(standby) == 0 && len(warmup) == 0 && len(txnIDs) == 0 {
 		return nil
 	}
 	b := []byte{assignmentVersion2}
@@ -146,6 +165,13 @@ func encodeAssignment(peers []byte, standby, warmup []TaskID) []byte {
 		b = binary.AppendUvarint(b, uint64(len(ids)))
 		for _, id := range ids {
 			b = appendTask(b, id)
+		}
+	}
+	if len(txnIDs) > 0 {
+		b = binary.AppendUvarint(b, uint64(len(txnIDs)))
+		for _, id := range txnIDs {
+			b = binary.AppendUvarint(b, uint64(len(id)))
+			b = append(b, id...)
 		}
 	}
 	return b
@@ -174,6 +200,14 @@ func decodeAssignment(b []byte) memberAssignment {
 		for i := uint64(0); i < n && r.ok; i++ {
 			if id := r.task(); r.ok {
 				*dst = append(*dst, id)
+			}
+		}
+	}
+	if r.ok && len(r.b) > 0 {
+		n := r.uvarint()
+		for i := uint64(0); i < n && r.ok; i++ {
+			if id := r.bytes(); r.ok {
+				a.txnIDs = append(a.txnIDs, string(id))
 			}
 		}
 	}

@@ -38,26 +38,29 @@ var rotation = map[string]int{
 	// Turn 0: SIGKILLs and restarts on the same, an empty and another
 	// state dir; the database server stopped for 30 s; queries under
 	// churn; an undelivered output rewound; every transaction fault of
-	// the session on both clients; a graceful hand-over.
+	// the session on both clients; a graceful hand-over; a killed
+	// member's open transaction fenced by a survivor at takeover.
 	"TestStateSurvivesSIGKILL":                     0,
 	"TestPostgresSinkWaitsOutTheServerDown":        0,
 	"TestQueryAvailabilityUnderChurn":              0,
 	"TestUndeliveredOutputRewinds":                 0,
 	"TestInjectedFaults":                           0,
 	"TestThreeInstancesShareAndHandOverPartitions": 0,
+	"TestKilledInstanceIsFencedAtTakeover":         0,
 
 	// Turn 1: SIGKILLs of instances writing to PostgreSQL; the database
 	// down for 12 s; the query smoke scenario (kills); a graceful stop
 	// while outputs retry; a scale-out's warm-ups; the engines against
 	// topologytest; a stalled exactly-once member fenced (in .ci/run's
-	// section without -race).
-	"TestPostgresSinkSurvivesSIGKILL":     1,
-	"TestPostgresSinkWaitsOutAnOutage":    1,
-	"TestQuerySmoke":                      1,
-	"TestStopWhileOutputsRetryIsGraceful": 1,
-	"TestScaleOutWarmsUpBeforeTasksMove":  1,
-	"TestEnginesMatchTopologytest":        1,
-	"TestStalledMemberIsFenced":           1,
+	// section without -race), and fenced by a survivor.
+	"TestPostgresSinkSurvivesSIGKILL":          1,
+	"TestPostgresSinkWaitsOutAnOutage":         1,
+	"TestQuerySmoke":                           1,
+	"TestStopWhileOutputsRetryIsGraceful":      1,
+	"TestScaleOutWarmsUpBeforeTasksMove":       1,
+	"TestEnginesMatchTopologytest":             1,
+	"TestStalledMemberIsFenced":                1,
+	"TestStalledMemberFencedBySurvivorRewinds": 1,
 
 	// Turn 2: a killed owner's tasks taken over by their standbys; one
 	// task's database writes hung; queries while every commit fails;
@@ -65,8 +68,9 @@ var rotation = map[string]int{
 	// shortening a restore; damaged state dirs (the seed's draw of the
 	// matrix); the status page in a browser, its child killed; the
 	// engines' conformance, foreign-key joins and every script step by
-	// step (in .ci/run's conformance section, without -race). .ci/run
-	// runs the reliability suite's sarama line in this turn too.
+	// step (in .ci/run's conformance section, without -race); a live
+	// member fenced while it keeps its tasks. .ci/run runs the
+	// reliability suite's sarama line in this turn too.
 	"TestOneStandbyPerTaskTakesOverAKilledOwner": 2,
 	"TestPostgresSinkOtherPartitionsGoOn":        2,
 	"TestQueriesNeverShowAbortedValues":          2,
@@ -76,6 +80,7 @@ var rotation = map[string]int{
 	"TestStatusPageInABrowser":                   2,
 	"TestForeignKeyJoinOnEngines":                2,
 	"TestContinuousEngineStepByStep":             2,
+	"TestLiveMemberFencedWhileKeepingItsTasks":   2,
 }
 
 // Rotation returns the long tests that run in turns, each with its turn

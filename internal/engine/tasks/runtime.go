@@ -141,6 +141,8 @@ type Runtime struct {
 	// global holds the global tables and their reader (global.go); nil
 	// without global tables.
 	global *globalState
+	// fencer fences the transactional ids of members that left (fence.go).
+	fencer fencer
 	// bg joins the runtime's own goroutines (standbys) in Close.
 	bg     sync.WaitGroup
 	stopBg context.CancelFunc
@@ -287,6 +289,7 @@ func (r *Runtime) Now() time.Time { return r.cfg.Clock() }
 func (r *Runtime) Close() error {
 	r.stopBg()
 	r.bg.Wait()
+	r.fencer.close()
 	r.stopGlobals()
 	r.joinApplier()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

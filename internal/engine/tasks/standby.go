@@ -338,6 +338,7 @@ func (r *Runtime) replicaConfig() kafka.ReplicaConfig {
 	rc := kafka.ReplicaConfig{
 		Standbys: r.cfg.StandbyReplicas, MaxWarmups: r.cfg.MaxWarmupReplicas, AcceptableLag: r.acceptableLag(),
 		Lags: r.taskLags, Sizes: r.taskSizes, OnAssigned: r.replicasAssigned, Probe: r.standby.probe,
+		Departures: r.departures(),
 	}
 	if rc.MaxWarmups == 0 {
 		rc.MaxWarmups = kafka.DefaultMaxWarmupReplicas
