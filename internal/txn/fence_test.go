@@ -65,6 +65,12 @@ func TestFenceAbortsAbandonedTransaction(t *testing.T) {
 // offsets are visible.
 func TestFencedLiveSessionRecovers(t *testing.T) {
 	run(t, func(t *testing.T, env *kafkatest.Env) {
+		if raceEnabled && !onFranz() {
+			// sarama's own data race on a transactional batch that fails
+			// while partitions are added (TestFencedWhileSending says
+			// where): the test runs without -race (.ci/run).
+			t.Skip("sarama's own data race on failed transactional batches (TestFencedWhileSending)")
+		}
 		f := setup(t, env)
 		s := f.session(t)
 		require.NoError(t, s.Begin(ctx(t)))
