@@ -248,22 +248,33 @@ func TestStalledMemberIsFenced(t *testing.T) {
 		produceLines(t, env, in, 0, 100, vocab, want)
 		waitForCounts(t, env, out, want)
 
-		// Stall a while records flow, so epochs are open in the stall.
-		produceLines(t, env, in, 100, 100, vocab, want)
-		require.NoError(t, a.cmd.Process.Signal(syscall.SIGSTOP))
-		produceLines(t, env, in, 200, 100, vocab, want)
-		b := startChild(t, env, "continuous", appID, in, out, t.TempDir())
-		requireExact(t, want, waitForCounts(t, env, out, want))
-
-		// The zombie wakes up; it must not add anything.
-		require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
-		produceLines(t, env, in, 300, 100, vocab, want)
-		requireExact(t, want, waitForCounts(t, env, out, want))
-		time.Sleep(2 * time.Second) // time for a late, fenced commit to land if it could
-		requireExact(t, want, countsSeen(t, env, out))
+		var b *child
+		stallAndWake(t, env, a, in, out, vocab, want, func() {
+			b = startChild(t, env, "continuous", appID, in, out, t.TempDir())
+		})
 		a.stop(t)
 		b.stop(t)
 	})
+}
+
+// stallAndWake stalls a (SIGSTOP) while lines 100 to 299 are produced,
+// so that epochs are open in the stall, and calls during while it is
+// stalled; once every count is seen it wakes a (SIGCONT), produces lines
+// 300 to 399 and checks that the zombie adds nothing: each count once for
+// a read_committed reader, also after time for a late, fenced commit.
+func stallAndWake(t *testing.T, env *kafkatest.Env, a *child, in, out string, vocab []string, want map[string]int64, during func()) {
+	t.Helper()
+	produceLines(t, env, in, 100, 100, vocab, want)
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGSTOP))
+	produceLines(t, env, in, 200, 100, vocab, want)
+	during()
+	requireExact(t, want, waitForCounts(t, env, out, want))
+
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
+	produceLines(t, env, in, 300, 100, vocab, want)
+	requireExact(t, want, waitForCounts(t, env, out, want))
+	time.Sleep(2 * time.Second) // time for a late, fenced commit to land if it could
+	requireExact(t, want, countsSeen(t, env, out))
 }
 
 // Under at-least-once nothing fences a member stalled past its session
