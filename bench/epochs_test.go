@@ -16,7 +16,8 @@ func TestSplitEpoch(t *testing.T) {
 		{"weir-cont-eos-franz-25ms", "weir-cont-eos-franz", 25 * time.Millisecond, false},
 		{"weir-cont-eos-cache-10ms", "weir-cont-eos-cache", 10 * time.Millisecond, false},
 		{"kstreams-eos-10ms", "kstreams-eos", 10 * time.Millisecond, false},
-		{"franz-eos-10ms", "franz-eos-10ms", defaultEpoch, false},
+		{"franz-eos-10ms", "franz-eos", 10 * time.Millisecond, false},
+		{"franz-alo-10ms", "franz-alo-10ms", defaultEpoch, false},
 		{"weir-cont-eos-0ms", "weir-cont-eos-0ms", 0, true},
 		{"weir-cont-eos-xms", "weir-cont-eos-xms", defaultEpoch, false},
 	} {

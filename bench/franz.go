@@ -120,8 +120,9 @@ func franzALO(ctx context.Context, a childArgs, lz4 bool) error {
 
 // franzEOS copies input to output in transactions with kgo's
 // GroupTransactSession (read_committed, KIP-447 offsets in the
-// transaction): one transaction per 100 ms, polling until the epoch ends,
-// then End(TryCommit) — ceiling-eos's contract.
+// transaction): one transaction per epoch (100 ms, or the row's epoch
+// segment: franz-eos-10ms), polling until the epoch ends, then
+// End(TryCommit) — ceiling-eos's contract.
 func franzEOS(ctx context.Context, a childArgs, lz4 bool) error {
 	opts := append(franzOpts(a, lz4),
 		kgo.TransactionalID(a.app+"-txn"),
@@ -138,7 +139,7 @@ func franzEOS(ctx context.Context, a childArgs, lz4 bool) error {
 		if err := sess.Begin(); err != nil {
 			return fmt.Errorf("begin: %w", err)
 		}
-		epoch, cancel := context.WithTimeout(ctx, franzEpoch)
+		epoch, cancel := context.WithTimeout(ctx, a.epoch)
 		for epoch.Err() == nil {
 			fs := sess.PollFetches(epoch)
 			fs.EachError(func(t string, p int32, err error) {
